@@ -1,0 +1,198 @@
+//! The reference's log files (LOG-01..04, LOG-07, LOG-08), written from `tracing` events.
+//!
+//! * the main log (`cfn-init.log`, shared by every tool but cfn-hup, or `cfn-hup.log`):
+//!   `YYYY-MM-DD HH:MM:SS,mmm [LEVEL] message`, local time, at INFO or DEBUG;
+//! * `cfn-init-cmd.log` (events with target `cfn_cmd`): `… P<pid> [LEVEL] message`;
+//! * `cfn-wire.log` (events with target `cfn_wire`): HTTP response summaries.
+//!
+//! Files are appended to, rotated at 5 MiB keeping 5 backups, and never group- or
+//! world-writable. If the main log cannot be opened the tool says so on stderr and logs
+//! there instead; the command and wire logs are then dropped, as in the reference.
+
+use cfn_metadata::paths;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::prelude::*;
+
+pub const MAX_BYTES: u64 = 5 * 1024 * 1024;
+pub const BACKUPS: u32 = 5;
+
+pub const CMD_TARGET: &str = "cfn_cmd";
+pub const WIRE_TARGET: &str = "cfn_wire";
+
+/// A log file rotated like Python's `RotatingFileHandler(maxBytes=5 MiB, backupCount=5)`.
+pub struct RotatingFile {
+    path: PathBuf,
+    file: File,
+    size: u64,
+}
+
+impl RotatingFile {
+    pub fn open(path: &Path) -> std::io::Result<RotatingFile> {
+        let file = OpenOptions::new().append(true).create(true).mode(0o644).open(path)?;
+        // LOG-08: whatever the umask or an older file said, no group/other write.
+        let meta = file.metadata()?;
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o022 != 0 {
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(mode & !0o022));
+        }
+        Ok(RotatingFile { path: path.to_path_buf(), file, size: meta.len() })
+    }
+
+    pub fn write_line(&mut self, line: &str) {
+        let bytes = line.as_bytes();
+        if self.size > 0 && self.size + bytes.len() as u64 >= MAX_BYTES {
+            self.rotate();
+        }
+        if self.file.write_all(bytes).is_ok() {
+            self.size += bytes.len() as u64;
+        }
+    }
+
+    fn rotate(&mut self) {
+        let numbered = |n: u32| PathBuf::from(format!("{}.{n}", self.path.display()));
+        for n in (1..BACKUPS).rev() {
+            if numbered(n).exists() {
+                let _ = std::fs::rename(numbered(n), numbered(n + 1));
+            }
+        }
+        let _ = std::fs::rename(&self.path, numbered(1));
+        if let Ok(reopened) = RotatingFile::open(&self.path) {
+            *self = reopened;
+        }
+    }
+}
+
+enum MainSink {
+    File(RotatingFile),
+    Stderr,
+}
+
+struct FileLayer {
+    level: Level,
+    main: Mutex<MainSink>,
+    cmd: Option<Mutex<RotatingFile>>,
+    wire: Option<Mutex<RotatingFile>>,
+}
+
+/// Opens the logs of a tool and installs them as the process's `tracing` subscriber.
+/// `main_name` is `cfn-init.log` or `cfn-hup.log`.
+pub fn init(main_name: &str, level: Level) {
+    let dir = paths::log_dir();
+    let main_path = dir.join(main_name);
+    let (main, side_logs) = match RotatingFile::open(&main_path) {
+        Ok(file) => (MainSink::File(file), true),
+        Err(_) => {
+            eprintln!("Could not open {} for logging.  Using stderr instead.", main_path.display());
+            (MainSink::Stderr, false)
+        }
+    };
+    let side = |name: &str| side_logs.then(|| RotatingFile::open(&dir.join(name)).ok().map(Mutex::new)).flatten();
+    let layer = FileLayer { level, main: Mutex::new(main), cmd: side("cfn-init-cmd.log"), wire: side("cfn-wire.log") };
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
+}
+
+fn level_name(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => "ERROR",
+        Level::WARN => "WARNING",
+        Level::INFO => "INFO",
+        _ => "DEBUG",
+    }
+}
+
+fn timestamp() -> String {
+    chrono::Local::now().format("%Y-%m-%d %H:%M:%S,%3f").to_string()
+}
+
+#[derive(Default)]
+struct Message(String);
+
+impl Visit for Message {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        }
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            use std::fmt::Write as _;
+            let _ = write!(self.0, "{value:?}");
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for FileLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let mut message = Message::default();
+        event.record(&mut message);
+        let level = level_name(meta.level());
+        match meta.target() {
+            CMD_TARGET => {
+                if let Some(cmd) = &self.cmd {
+                    let line = format!("{} P{} [{level}] {}\n", timestamp(), std::process::id(), message.0);
+                    cmd.lock().unwrap_or_else(|e| e.into_inner()).write_line(&line);
+                }
+            }
+            WIRE_TARGET => {
+                if let Some(wire) = &self.wire {
+                    let line = format!("{} [{level}] {}\n", timestamp(), message.0);
+                    wire.lock().unwrap_or_else(|e| e.into_inner()).write_line(&line);
+                }
+            }
+            _ if *meta.level() <= self.level => {
+                let line = format!("{} [{level}] {}\n", timestamp(), message.0);
+                match &mut *self.main.lock().unwrap_or_else(|e| e.into_inner()) {
+                    MainSink::File(file) => file.write_line(&line),
+                    MainSink::Stderr => {
+                        let _ = std::io::stderr().write_all(line.as_bytes());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_at_five_mebibytes_keeping_five_backups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        let mut log = RotatingFile::open(&path).unwrap();
+        let line = "x".repeat(1023) + "\n";
+        // Enough for seven rotations.
+        for _ in 0..(7 * 5 * 1024 + 10) {
+            log.write_line(&line);
+        }
+        for n in 1..=5 {
+            let backup = dir.path().join(format!("x.log.{n}"));
+            let len = std::fs::metadata(&backup).unwrap().len();
+            assert!(len < MAX_BYTES && len > MAX_BYTES - 2048, "backup {n} has {len} bytes");
+        }
+        assert!(!dir.path().join("x.log.6").exists());
+        assert!(std::fs::metadata(&path).unwrap().len() < MAX_BYTES);
+    }
+
+    #[test]
+    fn removes_group_and_other_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("y.log");
+        std::fs::write(&path, "old\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let mut log = RotatingFile::open(&path).unwrap();
+        log.write_line("new\n");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\nnew\n");
+    }
+}

@@ -1,0 +1,196 @@
+//! Where the keys for signing come from (CRED-01, CRED-02, CRED-05, CRED-07, CRED-08).
+//!
+//! The command-line tools look, in this order, at `--credential-file`, `--role` and the
+//! `--access-key`/`--secret-key` pair. With no access key on an EC2 instance they sign
+//! with the instance identity instead (CRED-03), which is how most instances call
+//! cfn-init. Environment credentials are never picked up implicitly: that would silently
+//! switch an instance from instance-identity signing to SigV4 and change the scope of
+//! what it may read; `CFN_BOOTSTRAP_ENV_CREDENTIALS=1` opts in.
+
+use crate::imds::{Imds, ImdsError};
+use std::fmt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// An access key pair, with the session token that role credentials carry.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+    pub session_token: Option<String>,
+}
+
+impl Credentials {
+    pub fn new(access_key: &str, secret_key: &str, session_token: Option<String>) -> Self {
+        Credentials { access_key: access_key.to_string(), secret_key: secret_key.to_string(), session_token }
+    }
+}
+
+// Secrets must never reach a log line, not even through `{:?}` (SEC-02).
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<redacted>")
+            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// The credential options every tool but cfn-hup shares (CLI-COMMON-05).
+#[derive(Debug, Default, Clone)]
+pub struct CredentialOptions {
+    pub credential_file: Option<PathBuf>,
+    pub role: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+}
+
+/// How requests to CloudFormation are signed.
+#[derive(Debug, Clone)]
+pub enum Signer {
+    SigV4(Credentials),
+    /// `Authorization: CFN_V1 …` from the instance identity document (CRED-03).
+    InstanceIdentity,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    /// Printed by the tools as `Error retrieving credentials from file:\n\t<reason>`.
+    #[error("{0}")]
+    File(#[from] CredentialFileError),
+    #[error("Could not retrieve credentials for role {role} from the instance metadata service: {source}")]
+    Role { role: String, source: ImdsError },
+    #[error(
+        "In order to sign requests, 169.254.169.254 must be accessible or valid credentials must be set. \
+         Please ensure your proxy environment variables allow access to 169.254.169.254 (NO_PROXY) or that \
+         your credentials have a valid access key and secret key."
+    )]
+    NoCredentials,
+}
+
+/// The reasons a credential file is refused, worded as the reference words them.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialFileError {
+    #[error("Credential file was not found at {0}")]
+    NotFound(String),
+    #[error("Credential file cannot be accessible by group or other. Please chmod 600 the credential file.")]
+    TooOpen,
+    #[error("Credential file must contain the keys 'AWSAccessKeyId' and 'AWSSecretKey'")]
+    MissingKeys,
+    #[error("Could not read credential file {path}: {source}")]
+    Unreadable { path: String, source: std::io::Error },
+}
+
+/// Reads a credential file (CRED-02): `AWSAccessKeyId=` and `AWSSecretKey=` lines, the
+/// last occurrence winning, no other syntax; refused when group or other has any bit.
+pub fn read_credential_file(path: &Path) -> Result<Credentials, CredentialFileError> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|_| CredentialFileError::NotFound(shown.clone()))?;
+    if !meta.is_file() {
+        return Err(CredentialFileError::NotFound(shown));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(CredentialFileError::TooOpen);
+    }
+    let text = std::fs::read(path)
+        .map_err(|source| CredentialFileError::Unreadable { path: shown, source })?;
+    let text = String::from_utf8_lossy(&text);
+    let (mut access_key, mut secret_key) = (None, None);
+    for line in text.lines().map(str::trim) {
+        if let Some(v) = line.strip_prefix("AWSAccessKeyId=") {
+            access_key = Some(v.to_string());
+        } else if let Some(v) = line.strip_prefix("AWSSecretKey=") {
+            secret_key = Some(v.to_string());
+        }
+    }
+    match (access_key, secret_key) {
+        (Some(ak), Some(sk)) => Ok(Credentials { access_key: ak, secret_key: sk, session_token: None }),
+        _ => Err(CredentialFileError::MissingKeys),
+    }
+}
+
+/// Decides how to sign, with the reference's precedence (CRED-01): file, then role, then
+/// keys; no access key on EC2 means instance identity; otherwise both keys are needed.
+pub fn resolve(options: &CredentialOptions, imds: &Imds) -> Result<Signer, CredentialError> {
+    let (access_key, secret_key, token) = if let Some(path) = &options.credential_file {
+        let c = read_credential_file(path)?;
+        (Some(c.access_key), Some(c.secret_key), None)
+    } else if let Some(role) = &options.role {
+        let c = imds
+            .role_credentials(role)
+            .map_err(|source| CredentialError::Role { role: role.clone(), source })?;
+        (Some(c.access_key), Some(c.secret_key), c.session_token)
+    } else if options.access_key.is_some() || options.secret_key.is_some() {
+        (options.access_key.clone(), options.secret_key.clone(), None)
+    } else if env_credentials_opted_in() {
+        (env_nonempty("AWS_ACCESS_KEY_ID"), env_nonempty("AWS_SECRET_ACCESS_KEY"), env_nonempty("AWS_SESSION_TOKEN"))
+    } else {
+        (None, None, None)
+    };
+
+    match (access_key, secret_key) {
+        // A secret key without an access key is ignored, as the reference does.
+        (None, _) if imds.instance_id().is_some() => Ok(Signer::InstanceIdentity),
+        (Some(ak), Some(sk)) => Ok(Signer::SigV4(Credentials { access_key: ak, secret_key: sk, session_token: token })),
+        _ => Err(CredentialError::NoCredentials),
+    }
+}
+
+fn env_credentials_opted_in() -> bool {
+    std::env::var("CFN_BOOTSTRAP_ENV_CREDENTIALS").is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file_with(mode: u32, text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        f
+    }
+
+    #[test]
+    fn reads_keys_last_occurrence_wins_and_lines_are_trimmed() {
+        let f = file_with(0o600, "AWSAccessKeyId=first\n  AWSAccessKeyId=AKID  \n# comment\nAWSSecretKey=se=cret\n");
+        let c = read_credential_file(f.path()).unwrap();
+        assert_eq!(c.access_key, "AKID");
+        assert_eq!(c.secret_key, "se=cret");
+        assert_eq!(c.session_token, None);
+    }
+
+    #[test]
+    fn refuses_with_the_reference_messages() {
+        let open = file_with(0o644, "AWSAccessKeyId=a\nAWSSecretKey=b\n");
+        let group_read = file_with(0o640, "AWSAccessKeyId=a\nAWSSecretKey=b\n");
+        let other_exec = file_with(0o601, "AWSAccessKeyId=a\nAWSSecretKey=b\n");
+        let spaced = file_with(0o600, "AWSAccessKeyId = a\nAWSSecretKey=b\n");
+        let cases = [
+            (open.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
+            (group_read.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
+            (other_exec.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
+            (spaced.path().to_path_buf(), "Credential file must contain the keys 'AWSAccessKeyId' and 'AWSSecretKey'"),
+            (PathBuf::from("/nonexistent/creds"), "Credential file was not found at /nonexistent/creds"),
+            (PathBuf::from("/tmp"), "Credential file was not found at /tmp"),
+        ];
+        for (path, message) in cases {
+            let err = read_credential_file(&path).unwrap_err();
+            assert_eq!(err.to_string(), message, "file {}", path.display());
+        }
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let c = Credentials::new("AKID", "SECRETVALUE", Some("TOKENVALUE".into()));
+        let shown = format!("{c:?} {:?}", Signer::SigV4(c.clone()));
+        assert!(shown.contains("AKID"));
+        assert!(!shown.contains("SECRETVALUE") && !shown.contains("TOKENVALUE"), "{shown}");
+    }
+}

@@ -1,0 +1,229 @@
+//! The EC2 instance metadata service (IMDS-01..04).
+//!
+//! IMDSv2 first (a session token from `PUT /latest/api/token`), falling back to IMDSv1
+//! when the token call is refused or times out — instances that require v2 (the default
+//! on current AMIs) then still work. Requests never go through a proxy, use short
+//! timeouts, and a host where nothing answers at all is recognised as "not EC2" after
+//! one attempt instead of the reference's minutes of retries. `AWS_EC2_METADATA_SERVICE_ENDPOINT`
+//! moves the service (as in the AWS SDKs) and `AWS_EC2_METADATA_DISABLED=true` turns it off.
+
+use crate::credentials::Credentials;
+use crate::retry::{self, Policy, Verdict};
+use base64::Engine;
+use std::sync::Mutex;
+use std::time::Duration;
+
+const DEFAULT_ENDPOINT: &str = "http://169.254.169.254";
+const TOKEN_TTL_SECONDS: &str = "21600";
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ImdsError {
+    #[error("the instance metadata service is not reachable (not running on EC2?)")]
+    Unreachable,
+    #[error("the instance metadata service is disabled by AWS_EC2_METADATA_DISABLED")]
+    Disabled,
+    #[error("{path} was not found in the instance metadata")]
+    NotFound { path: String },
+    #[error("instance metadata request for {path} failed: {reason}")]
+    Failed { path: String, reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reachability {
+    Unknown,
+    Reachable,
+    Unreachable,
+}
+
+#[derive(Debug)]
+struct Session {
+    reachability: Reachability,
+    /// `None` before the first token call; `Some(None)` when v1 is used.
+    token: Option<Option<String>>,
+    instance_id: Option<Option<String>>,
+    identity_header: Option<String>,
+}
+
+pub struct Imds {
+    endpoint: String,
+    disabled: bool,
+    agent: ureq::Agent,
+    retry: Policy,
+    session: Mutex<Session>,
+}
+
+/// One HTTP exchange with IMDS, before interpretation.
+enum Outcome {
+    Status(u16, String),
+    Timeout,
+    NoConnection(String),
+}
+
+impl Default for Imds {
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+impl Imds {
+    /// The service at `AWS_EC2_METADATA_SERVICE_ENDPOINT`, else at 169.254.169.254.
+    pub fn from_env() -> Self {
+        let endpoint = std::env::var("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string());
+        let disabled = std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        Self::new(&endpoint, disabled, Policy::IMDS)
+    }
+
+    pub fn new(endpoint: &str, disabled: bool, retry: Policy) -> Self {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .proxy(None) // IMDS-03: never through a proxy
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .user_agent(concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Imds {
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            disabled,
+            agent: config.into(),
+            retry,
+            session: Mutex::new(Session { reachability: Reachability::Unknown, token: None, instance_id: None, identity_header: None }),
+        }
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The instance id, or `None` off EC2; asked once per process (IMDS-01).
+    pub fn instance_id(&self) -> Option<String> {
+        if let Some(cached) = self.session().instance_id.clone() {
+            return cached;
+        }
+        let id = match self.get("/latest/meta-data/instance-id") {
+            Ok(id) => Some(id.trim().to_string()).filter(|s| !s.is_empty()),
+            Err(e) => {
+                tracing::debug!("Could not retrieve the instance id: {e}");
+                None
+            }
+        };
+        self.session().instance_id = Some(id.clone());
+        id
+    }
+
+    /// The `Authorization` value for instance-identity signing (CRED-03):
+    /// `CFN_V1 <base64(document)>:<signature without newlines>`. The document and its
+    /// signature do not change during the instance's life, so they are fetched once.
+    pub fn identity_authorization(&self) -> Result<String, ImdsError> {
+        if let Some(header) = self.session().identity_header.clone() {
+            return Ok(header);
+        }
+        let document = self.get("/latest/dynamic/instance-identity/document")?;
+        let signature = self.get("/latest/dynamic/instance-identity/signature")?;
+        let header = format!(
+            "CFN_V1 {}:{}",
+            base64::engine::general_purpose::STANDARD.encode(document.trim_end()),
+            signature.replace('\n', "")
+        );
+        self.session().identity_header = Some(header.clone());
+        Ok(header)
+    }
+
+    /// Credentials of an instance-profile role, by name (CRED-05).
+    pub fn role_credentials(&self, role: &str) -> Result<Credentials, ImdsError> {
+        let path = format!("/latest/meta-data/iam/security-credentials/{role}");
+        let text = self.get(&path)?;
+        let failed = |reason: &str| ImdsError::Failed { path: path.clone(), reason: reason.to_string() };
+        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| failed(&format!("invalid JSON: {e}")))?;
+        let field = |name: &str| doc.get(name).and_then(|v| v.as_str()).map(str::to_string);
+        match (field("AccessKeyId"), field("SecretAccessKey")) {
+            (Some(ak), Some(sk)) => Ok(Credentials { access_key: ak, secret_key: sk, session_token: field("Token") }),
+            _ => Err(failed("the answer has no AccessKeyId/SecretAccessKey")),
+        }
+    }
+
+    /// GET a metadata path (e.g. `/latest/meta-data/instance-id`) as text.
+    pub fn get(&self, path: &str) -> Result<String, ImdsError> {
+        if self.disabled {
+            return Err(ImdsError::Disabled);
+        }
+        if self.session().reachability == Reachability::Unreachable {
+            return Err(ImdsError::Unreachable);
+        }
+        retry::run(&self.retry, &format!("IMDS GET {path}"), || self.attempt(path), |e| match e {
+            ImdsError::Failed { .. } if self.session().reachability == Reachability::Reachable => Verdict::Retriable,
+            _ => Verdict::Terminal,
+        })
+    }
+
+    fn attempt(&self, path: &str) -> Result<String, ImdsError> {
+        let token = self.token()?;
+        let url = format!("{}{path}", self.endpoint);
+        let mut request = self.agent.get(&url);
+        if let Some(token) = &token {
+            request = request.header("X-aws-ec2-metadata-token", token);
+        }
+        match self.exchange(request.call()) {
+            Outcome::Status(200, body) => Ok(body),
+            Outcome::Status(404, _) => Err(ImdsError::NotFound { path: path.to_string() }),
+            Outcome::Status(401, _) => {
+                // The token expired or v1 is not allowed: get a new token next attempt.
+                self.session().token = None;
+                Err(ImdsError::Failed { path: path.to_string(), reason: "401 Unauthorized".into() })
+            }
+            Outcome::Status(code, _) => Err(ImdsError::Failed { path: path.to_string(), reason: format!("HTTP {code}") }),
+            Outcome::Timeout => Err(ImdsError::Failed { path: path.to_string(), reason: "timed out".into() }),
+            Outcome::NoConnection(reason) => Err(ImdsError::Failed { path: path.to_string(), reason }),
+        }
+    }
+
+    /// The v2 session token, `None` for v1. Errors only when nothing answers at all.
+    fn token(&self) -> Result<Option<String>, ImdsError> {
+        if let Some(token) = self.session().token.clone() {
+            return Ok(token);
+        }
+        let url = format!("{}/latest/api/token", self.endpoint);
+        let outcome = self.exchange(
+            self.agent.put(&url).header("X-aws-ec2-metadata-token-ttl-seconds", TOKEN_TTL_SECONDS).send_empty(),
+        );
+        let token = match outcome {
+            Outcome::Status(200, body) if !body.trim().is_empty() => Some(body.trim().to_string()),
+            // Refused (403/404/405…) or dropped by the hop limit: use IMDSv1.
+            Outcome::Status(..) | Outcome::Timeout => None,
+            Outcome::NoConnection(_) => return Err(ImdsError::Unreachable),
+        };
+        self.session().token = Some(token.clone());
+        Ok(token)
+    }
+
+    /// Performs one exchange and records whether the service answered at all.
+    fn exchange(&self, result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Outcome {
+        let outcome = match result {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                match response.body_mut().read_to_string() {
+                    Ok(body) => Outcome::Status(status, body),
+                    Err(ureq::Error::Timeout(_)) => Outcome::Timeout,
+                    Err(e) => Outcome::NoConnection(e.to_string()),
+                }
+            }
+            Err(ureq::Error::Timeout(_)) => Outcome::Timeout,
+            Err(e) => Outcome::NoConnection(e.to_string()),
+        };
+        let mut session = self.session();
+        match (&outcome, session.reachability) {
+            (Outcome::Status(..), _) => session.reachability = Reachability::Reachable,
+            // Nothing answered the very first request: this is not an EC2 instance
+            // (or IMDS is blocked). Do not spend minutes retrying (IMDS-04).
+            (Outcome::NoConnection(_) | Outcome::Timeout, Reachability::Unknown) => {
+                session.reachability = Reachability::Unreachable
+            }
+            _ => {}
+        }
+        outcome
+    }
+}

@@ -1,0 +1,52 @@
+//! Everything that talks to AWS for the cfn-* tools: credentials and signing, the
+//! instance metadata service, the CloudFormation API with the reference's retry rules,
+//! proxies and trust store, metadata sources and key paths.
+//!
+//! Libraries never print; they return typed errors and emit `tracing` events that the
+//! binary writes to the reference's log files.
+
+pub mod cfn;
+pub mod credentials;
+pub mod endpoint;
+pub mod http;
+pub mod imds;
+pub mod keypath;
+pub mod paths;
+pub mod proxy;
+pub mod pyjson;
+pub mod retry;
+pub mod sigv4;
+pub mod source;
+pub mod tls;
+
+use std::sync::Arc;
+
+pub use cfn::{CloudFormation, StackResourceDetail};
+pub use credentials::{CredentialError, CredentialOptions, Credentials, Signer};
+pub use imds::Imds;
+pub use proxy::ProxyOptions;
+
+/// The version this build reports.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `User-Agent` of AWS API calls (NET-06): the reference's `CfnTools/` prefix.
+pub fn api_user_agent() -> String {
+    format!("CfnTools/{VERSION} ({}-{}) cfn-bootstrap-rust", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// What the command line says about reaching CloudFormation.
+#[derive(Debug, Clone, Default)]
+pub struct ApiOptions {
+    pub credentials: CredentialOptions,
+    pub proxies: ProxyOptions,
+    pub region: String,
+    pub url: Option<String>,
+}
+
+/// Resolves credentials and builds the client (CRED-01, EP-01, CLI-COMMON-07).
+pub fn cloudformation_client(options: &ApiOptions, imds: Arc<Imds>) -> Result<CloudFormation, CredentialError> {
+    let signer = credentials::resolve(&options.credentials, &imds)?;
+    let http = Arc::new(http::HttpClient::new(options.proxies.clone(), api_user_agent()));
+    let endpoint = endpoint::cloudformation_url(&options.region, options.url.as_deref());
+    Ok(CloudFormation::new(endpoint, &options.region, signer, http, imds))
+}

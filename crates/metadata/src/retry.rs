@@ -1,0 +1,134 @@
+//! The reference's retry policy (NET-03, NET-05): attempt `i` (0-based) waits
+//! `random() × min(20, 2^i − 1)` seconds first, so five tries sleep at most 0, 1, 3, 7
+//! and 15 s. Errors are terminal, retriable, or "throttled" — a class the reference
+//! retries forever; here it keeps retrying only until a long but finite budget is spent.
+
+use std::time::{Duration, Instant};
+
+/// How an error should be treated by the retry loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Give up at once (a `Sender` fault, a 4xx on a download).
+    Terminal,
+    /// Try again while attempts remain.
+    Retriable,
+    /// Throttling, 503 and credential propagation delays: keep trying past the
+    /// attempt limit until the budget is spent.
+    Throttled,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    pub max_tries: u32,
+    /// How long the throttled class may keep a call going, counted from its first attempt.
+    pub throttled_budget: Duration,
+    pub sleep: fn(Duration),
+}
+
+impl Policy {
+    /// CloudFormation calls, downloads and signals: 5 tries.
+    pub const API: Policy = Policy { max_tries: 5, throttled_budget: Duration::from_secs(600), sleep: std::thread::sleep };
+    /// Instance metadata: 10 tries, used only once the service has answered at all.
+    pub const IMDS: Policy = Policy { max_tries: 10, throttled_budget: Duration::ZERO, sleep: std::thread::sleep };
+}
+
+/// The jittered delay before attempt `attempt` (0-based).
+pub fn delay_before(attempt: u32) -> Duration {
+    let ceiling = if attempt >= 5 { 20.0 } else { ((1u64 << attempt) - 1) as f64 };
+    Duration::from_secs_f64(fastrand::f64() * ceiling.min(20.0))
+}
+
+/// Runs `attempt` until it succeeds, fails terminally or the policy gives up; the last
+/// error is returned. `describe` names the operation in the log.
+pub fn run<T, E: std::fmt::Display>(
+    policy: &Policy,
+    describe: &str,
+    mut attempt: impl FnMut() -> Result<T, E>,
+    classify: impl Fn(&E) -> Verdict,
+) -> Result<T, E> {
+    let started = Instant::now();
+    let mut allowed = policy.max_tries.max(1);
+    let mut index = 0;
+    loop {
+        if index > 0 {
+            let delay = delay_before(index);
+            tracing::debug!("Sleeping for {:.6} seconds before retrying", delay.as_secs_f64());
+            (policy.sleep)(delay);
+        }
+        let error = match attempt() {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        index += 1;
+        let verdict = classify(&error);
+        // Every failed attempt is logged at ERROR, as the reference does.
+        tracing::error!("{describe} failed (attempt {index}): {error}");
+        match verdict {
+            Verdict::Terminal => return Err(error),
+            Verdict::Throttled if started.elapsed() < policy.throttled_budget => allowed = allowed.max(index + 1),
+            _ => {}
+        }
+        if index >= allowed {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn no_sleep(_: Duration) {}
+
+    fn policy(max_tries: u32, throttled_budget: Duration) -> Policy {
+        Policy { max_tries, throttled_budget, sleep: no_sleep }
+    }
+
+    fn count_attempts(policy: &Policy, verdicts: &[Verdict], succeed_at: Option<usize>) -> (usize, bool) {
+        let calls = Cell::new(0usize);
+        let result = run(
+            policy,
+            "test",
+            || {
+                let n = calls.get();
+                calls.set(n + 1);
+                if Some(n) == succeed_at { Ok(()) } else { Err(verdicts[n.min(verdicts.len() - 1)]) }
+            },
+            |v: &Verdict| *v,
+        );
+        (calls.get(), result.is_ok())
+    }
+
+    impl std::fmt::Display for Verdict {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+
+    #[test]
+    fn classification_decides_the_number_of_attempts() {
+        use Verdict::*;
+        let five = policy(5, Duration::ZERO);
+        assert_eq!(count_attempts(&five, &[Terminal], None), (1, false));
+        assert_eq!(count_attempts(&five, &[Retriable], None), (5, false));
+        assert_eq!(count_attempts(&five, &[Retriable], Some(2)), (3, true));
+        assert_eq!(count_attempts(&five, &[Retriable, Terminal], None), (2, false));
+        // With no budget left, throttling is bounded like any retriable error.
+        assert_eq!(count_attempts(&five, &[Throttled], None), (5, false));
+        // With budget, throttling goes past the five tries.
+        let patient = policy(5, Duration::from_secs(3600));
+        assert_eq!(count_attempts(&patient, &[Throttled], Some(12)), (13, true));
+    }
+
+    #[test]
+    fn delays_follow_the_jittered_exponential_schedule() {
+        let ceilings = [0.0, 1.0, 3.0, 7.0, 15.0, 20.0, 20.0];
+        for (attempt, ceiling) in ceilings.iter().enumerate() {
+            for _ in 0..200 {
+                let d = delay_before(attempt as u32).as_secs_f64();
+                assert!(d >= 0.0 && d <= *ceiling, "attempt {attempt}: {d} > {ceiling}");
+            }
+        }
+    }
+}
