@@ -1,0 +1,356 @@
+//! The black-box test harness: runs the real binary through `cfn-*` links in a private
+//! sandbox directory, talks to the AWS emulator, and prints everything a failure needs
+//! to be understood (command, exit code, stdout, stderr, logs).
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ACCESS_KEY: &str = "AKIDTESTKEY";
+pub const SECRET_KEY: &str = "test/secret/key";
+
+pub const TOOLS: &[&str] = &[
+    "cfn-init",
+    "cfn-signal",
+    "cfn-hup",
+    "cfn-get-metadata",
+    "cfn-elect-cmd-leader",
+    "cfn-send-cmd-result",
+    "cfn-send-cmd-event",
+];
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cfn-bootstrap"))
+}
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn golden_dir() -> PathBuf {
+    workspace().join("tests/golden/reference-1.4-31")
+}
+
+/// A unique name for stacks and files, so tests can share one emulator.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A directory with the tool links and the log/state directories the tools write to.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for sub in ["bin", "log", "lib", "etc", "run"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        for tool in TOOLS {
+            std::os::unix::fs::symlink(binary(), dir.path().join("bin").join(tool)).unwrap();
+        }
+        Sandbox { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// A command running `tool` through its link, with a clean environment: no proxies,
+    /// no AWS variables, logs in the sandbox, and IMDS pointed at a closed port so that
+    /// no test ever reaches a real metadata service.
+    pub fn cmd(&self, tool: &str) -> TestCommand {
+        let mut cmd = Command::new(self.path("bin").join(tool));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))
+            .env("LANG", "C.UTF-8")
+            .env("HOME", self.dir.path())
+            .env("CFN_BOOTSTRAP_LOG_DIR", self.path("log"))
+            .env("CFN_BOOTSTRAP_LIB_DIR", self.path("lib"))
+            .env("CFN_BOOTSTRAP_ETC_DIR", self.path("etc"))
+            .env("CFN_BOOTSTRAP_RUN_DIR", self.path("run"))
+            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1");
+        TestCommand { cmd, shown: tool.to_string(), stdin: None, logs: Some(self.path("log")) }
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path("log").join(name)).unwrap_or_default()
+    }
+
+    /// Writes a credential file with the given mode.
+    pub fn credential_file(&self, mode: u32, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path(&unique("creds"));
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+}
+
+pub struct TestCommand {
+    pub cmd: Command,
+    shown: String,
+    stdin: Option<Vec<u8>>,
+    logs: Option<PathBuf>,
+}
+
+impl TestCommand {
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.shown.push(' ');
+        self.shown.push_str(&arg.as_ref().to_string_lossy());
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(mut self, args: I) -> Self {
+        for a in args {
+            self = self.arg(a);
+        }
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.cmd.env_remove(key);
+        self
+    }
+
+    pub fn stdin(mut self, bytes: &[u8]) -> Self {
+        self.stdin = Some(bytes.to_vec());
+        self
+    }
+
+    /// `--url`, keys for the emulator.
+    pub fn with_keys(self, emulator: &Emulator) -> Self {
+        self.args(["--url", &emulator.url, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+    }
+
+    pub fn run(mut self) -> Run {
+        self.cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = self.cmd.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}", self.shown));
+        if let Some(bytes) = &self.stdin {
+            let mut stdin = child.stdin.take().unwrap();
+            let _ = stdin.write_all(bytes);
+        }
+        let out = child.wait_with_output().unwrap();
+        Run {
+            command: self.shown,
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            elapsed: started.elapsed(),
+            logs: self.logs,
+        }
+    }
+}
+
+/// The result of one run, with assertions that explain themselves.
+pub struct Run {
+    pub command: String,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    logs: Option<PathBuf>,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "command: {}\nexit code: {}\nelapsed: {:?}", self.command, self.code, self.elapsed)?;
+        writeln!(f, "--- stdout ---\n{}--- stderr ---\n{}", self.stdout, self.stderr)?;
+        if let Some(dir) = &self.logs {
+            for name in ["cfn-init.log", "cfn-hup.log", "cfn-wire.log"] {
+                if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+                    writeln!(f, "--- {name} ---\n{text}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Run {
+    pub fn code(&self, expected: i32) -> &Self {
+        assert_eq!(self.code, expected, "unexpected exit code\n{self}");
+        self
+    }
+    pub fn stdout_is(&self, expected: &str) -> &Self {
+        assert_eq!(self.stdout, expected, "unexpected stdout\n{self}");
+        self
+    }
+    pub fn stderr_is(&self, expected: &str) -> &Self {
+        assert_eq!(self.stderr, expected, "unexpected stderr\n{self}");
+        self
+    }
+    pub fn stderr_has(&self, part: &str) -> &Self {
+        assert!(self.stderr.contains(part), "stderr lacks {part:?}\n{self}");
+        self
+    }
+    pub fn stdout_has(&self, part: &str) -> &Self {
+        assert!(self.stdout.contains(part), "stdout lacks {part:?}\n{self}");
+        self
+    }
+}
+
+/// The emulator's Python: `CFN_TEST_PYTHON`, else the venv `cargo xtask test` makes.
+pub fn emulator_python() -> PathBuf {
+    let python = std::env::var_os("CFN_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/emulator-venv/bin/python"));
+    assert!(python.exists(), "{} is missing: run `cargo xtask test`, which installs the emulator", python.display());
+    python
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The local AWS emulator (tests/emulator). `Emulator::shared()` uses the one
+/// `cargo xtask test` started (`CFN_TEST_EMULATOR`), else starts one for the test.
+pub struct Emulator {
+    pub url: String,
+    child: Option<Child>,
+}
+
+impl Emulator {
+    pub fn shared() -> Emulator {
+        match std::env::var("CFN_TEST_EMULATOR") {
+            Ok(url) if !url.is_empty() => Emulator { url: url.trim_end_matches('/').to_string(), child: None },
+            _ => Emulator::start(&[]),
+        }
+    }
+
+    /// A private emulator with SigV4 validation on and the test keys; `extra` adds options.
+    pub fn start(extra: &[&str]) -> Emulator {
+        let port = free_port();
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("emulator-{port}.log"))).unwrap();
+        let child = Command::new(emulator_python())
+            .arg(workspace().join("tests/emulator/moto_cfn_server.py"))
+            .args(["--port", &port.to_string(), "--validate-sigv4", "--credentials"])
+            .arg(format!("{ACCESS_KEY}:{SECRET_KEY}"))
+            .args(extra)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start the emulator");
+        let emulator = Emulator { url: format!("http://127.0.0.1:{port}"), child: Some(child) };
+        emulator.wait_ready();
+        emulator
+    }
+
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/_emu/state", self.url)).call().is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the emulator at {} did not start within 30 s", self.url);
+    }
+
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let mut r = ureq::get(&format!("{}{path}", self.url)).call().unwrap();
+        serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
+    }
+
+    pub fn post_json(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
+        let mut r = ureq::post(&format!("{}{path}", self.url)).send(body.to_string().as_bytes()).unwrap();
+        serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
+    }
+
+    /// The CloudFormation requests the emulator received for one stack.
+    pub fn requests_for(&self, stack: &str) -> Vec<serde_json::Value> {
+        let all = self.get_json("/_emu/requests?kind=cloudformation");
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["query"]["StackName"] == stack || r["form"]["StackName"] == stack)
+            .cloned()
+            .collect()
+    }
+
+    fn client(&self) -> cfn_metadata::CloudFormation {
+        let options = cfn_metadata::ApiOptions {
+            credentials: cfn_metadata::CredentialOptions {
+                access_key: Some(ACCESS_KEY.into()),
+                secret_key: Some(SECRET_KEY.into()),
+                ..Default::default()
+            },
+            region: "us-east-1".into(),
+            url: Some(self.url.clone()),
+            ..Default::default()
+        };
+        let imds = cfn_metadata::Imds::new("http://127.0.0.1:1", true, cfn_metadata::retry::Policy::IMDS);
+        cfn_metadata::cloudformation_client(&options, std::sync::Arc::new(imds)).unwrap()
+    }
+
+    /// Creates a stack from a JSON template and returns its name.
+    pub fn create_stack(&self, name: &str, template: &serde_json::Value) -> String {
+        self.client()
+            .call("CreateStack", &[("StackName", name), ("TemplateBody", &template.to_string())], true)
+            .unwrap_or_else(|e| panic!("CreateStack {name}: {e}"));
+        name.to_string()
+    }
+
+    pub fn call(&self, action: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, cfn_metadata::cfn::Error> {
+        self.client().call(action, params, true)
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A template with one instance carrying `metadata`, and a resource without metadata.
+pub fn instance_template(metadata: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "Resources": {
+            "Instance": {
+                "Type": "AWS::EC2::Instance",
+                "Metadata": metadata,
+                "Properties": {"ImageId": "ami-12345678", "InstanceType": "t3.micro"}
+            },
+            "Bare": {"Type": "AWS::CloudFormation::WaitConditionHandle"}
+        }
+    })
+}
+
+/// Runs `body` on a thread of its own inside a new network namespace where loopback is
+/// up and 169.254.169.254 is a local address: processes it starts (the emulator, the
+/// tools) see IMDS at its real address and nothing else. Needs root.
+pub fn in_private_network<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        // SAFETY: unshare affects only this thread, which owns nothing shared yet.
+        let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "unshare(CLONE_NEWNET) failed (these tests need root): {}", std::io::Error::last_os_error());
+        for args in [&["link", "set", "lo", "up"][..], &["addr", "add", "169.254.169.254/32", "dev", "lo"][..]] {
+            let status = Command::new("ip").args(args).status().expect("run ip (iproute2)");
+            assert!(status.success(), "ip {args:?} failed");
+        }
+        body()
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
