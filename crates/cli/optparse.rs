@@ -455,3 +455,131 @@ fn split_hyphenated(word: &str) -> Vec<String> {
     pieces.push(chars[start..].iter().collect());
     pieces
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parser() -> Parser {
+        Parser {
+            prog: "tool".into(),
+            usage: "%prog [options]",
+            options: vec![
+                Opt::value(Some('s'), "stack", "stack", "STACK", "A stack"),
+                Opt::value(Some('r'), "resource", "resource", "ID", "A resource"),
+                Opt::value(None, "region", "region", "REGION", "A region"),
+                Opt::flag(Some('v'), "verbose", "verbose", "Verbose"),
+                Opt::value(Some('e'), "exit-code", "exit_code", "N", "A code").with_kind(Kind::Int),
+                Opt::value(Some('b'), "bool", "bool", "B", "A choice").with_kind(Kind::Choice(&["true", "false"])),
+            ],
+            groups: vec![Group {
+                title: "Proxy",
+                description: None,
+                options: vec![Opt::value(None, "https-proxy", "https_proxy", "P", "proxy")],
+            }],
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    const USAGE: &str = "Usage: tool [options]\n\ntool: error: ";
+
+    #[test]
+    fn accepted_forms() {
+        type Expect = (&'static str, &'static str);
+        let cases: &[(&[&str], &[Expect], &[&str])] = &[
+            (&["--stack", "S"], &[("stack", "S")], &[]),
+            (&["--stack=S"], &[("stack", "S")], &[]),
+            (&["--stack="], &[("stack", "")], &[]),
+            (&["--stack=a=b"], &[("stack", "a=b")], &[]),
+            (&["-sS"], &[("stack", "S")], &[]),
+            (&["-s", "S"], &[("stack", "S")], &[]),
+            (&["-s", "-v"], &[("stack", "-v")], &[]),
+            (&["-vsS"], &[("stack", "S")], &[]),
+            (&["--sta", "S", "--res", "R"], &[("stack", "S"), ("resource", "R")], &[]),
+            (&["--https", "P"], &[("https_proxy", "P")], &[]),
+            (&["a", "-s", "S", "b"], &[("stack", "S")], &["a", "b"]),
+            (&["-s", "S", "--", "-r", "x"], &[("stack", "S")], &["-r", "x"]),
+            (&["-"], &[], &["-"]),
+            (&["-s", "1", "--stack", "2"], &[("stack", "2")], &[]),
+            (&["-b", "false"], &[("bool", "false")], &[]),
+        ];
+        for (input, values, positionals) in cases {
+            let Outcome::Run(parsed) = parser().parse(&args(input)) else { panic!("{input:?} did not parse") };
+            for (dest, value) in *values {
+                assert_eq!(parsed.text(dest).as_deref(), Some(*value), "{input:?}");
+            }
+            assert_eq!(parsed.positionals, args(positionals), "{input:?}");
+        }
+        let Outcome::Run(parsed) = parser().parse(&args(&["-v", "-e", "0x1f"])) else { panic!() };
+        assert!(parsed.flag("verbose"));
+        assert_eq!(parsed.int("exit_code"), Some(31));
+    }
+
+    #[test]
+    fn errors_use_optparse_messages() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--bogus"], "no such option: --bogus"),
+            (&["-Z"], "no such option: -Z"),
+            (&["--re", "x"], "ambiguous option: --re (--region, --resource?)"),
+            (&["--stack"], "--stack option requires an argument"),
+            (&["--sta"], "--stack option requires an argument"),
+            (&["-s"], "-s option requires an argument"),
+            (&["--verbose=1"], "--verbose option does not take a value"),
+            (&["-e", "abc"], "option -e: invalid integer value: 'abc'"),
+            (&["--exit-code=1.5"], "option --exit-code: invalid integer value: '1.5'"),
+            (&["-e", "08"], "option -e: invalid integer value: '08'"),
+            (&["-b", "yes"], "option -b: invalid choice: 'yes' (choose from 'true', 'false')"),
+            (&["--bool=True"], "option --bool: invalid choice: 'True' (choose from 'true', 'false')"),
+            (&["-b", "it's"], "option -b: invalid choice: \"it's\" (choose from 'true', 'false')"),
+        ];
+        for (input, message) in cases {
+            match parser().parse(&args(input)) {
+                Outcome::Error(text) => assert_eq!(text, format!("{USAGE}{message}\n"), "{input:?}"),
+                other => panic!("{input:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn help_wins_wherever_it_stands() {
+        for input in [&["--help"][..], &["-h"], &["-s", "x", "--he"], &["-vh"]] {
+            assert!(matches!(parser().parse(&args(input)), Outcome::Help(_)), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn integers_parse_like_optparse() {
+        let cases = [
+            ("0", Some(0)),
+            ("1", Some(1)),
+            ("-1", Some(-1)),
+            ("+7", Some(7)),
+            (" 12 ", Some(12)),
+            ("010", Some(8)),
+            ("0x10", Some(16)),
+            ("0X1f", Some(31)),
+            ("0b101", Some(5)),
+            ("08", None),
+            ("abc", None),
+            ("", None),
+            ("1e3", None),
+            ("--1", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_int(text), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn text_wraps_like_textwrap() {
+        assert_eq!(wrap("The CloudFormation region. Default: us-east-1.", 20), ["The CloudFormation", "region. Default: us-", "east-1."]);
+        assert_eq!(wrap("Default: us-east-1.", 13), ["Default: us-", "east-1."]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(split_hyphenated("us-east-1"), ["us-", "east-1"]);
+        assert_eq!(split_hyphenated("x-y"), ["x-y"]);
+        assert_eq!(split_hyphenated("non-SSL"), ["non-", "SSL"]);
+    }
+}

@@ -235,12 +235,24 @@ impl Emulator {
     /// A private emulator with SigV4 validation on and the test keys; `extra` adds options.
     pub fn start(extra: &[&str]) -> Emulator {
         let port = free_port();
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("emulator-{port}.log"))).unwrap();
+        let mut args = vec!["--port".to_string(), port.to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Emulator::launch(&args, port)
+    }
+
+    /// An emulator on a given port (inside a private network namespace, where ports are
+    /// free by construction); `args` must include `--port <port>`.
+    pub fn start_at(args: &[&str], port: u16) -> Emulator {
+        Emulator::launch(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), port)
+    }
+
+    fn launch(args: &[String], port: u16) -> Emulator {
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("{}.log", unique("emulator")))).unwrap();
         let child = Command::new(emulator_python())
             .arg(workspace().join("tests/emulator/moto_cfn_server.py"))
-            .args(["--port", &port.to_string(), "--validate-sigv4", "--credentials"])
+            .args(["--validate-sigv4", "--credentials"])
             .arg(format!("{ACCESS_KEY}:{SECRET_KEY}"))
-            .args(extra)
+            .args(args)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
