@@ -392,7 +392,7 @@ fn fill(text: &str, width: usize, indent: usize) -> String {
 }
 
 /// `textwrap.wrap`: words separated by whitespace, hyphenated words may break after a
-/// hyphen, over-long words are cut.
+/// hyphen, over-long words are cut to fit.
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut chunks: Vec<String> = Vec::new();
     for (i, word) in text.split_whitespace().enumerate() {
@@ -401,33 +401,33 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         }
         chunks.extend(split_hyphenated(word));
     }
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut chunks = chunks.into_iter().peekable();
-    while let Some(chunk) = chunks.next() {
-        if chunk == " " && line.is_empty() {
-            continue;
+    chunks.reverse(); // a stack, next chunk last
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    while !chunks.is_empty() {
+        if chunks.last().is_some_and(|c| c == " ") && !lines.is_empty() {
+            chunks.pop();
         }
-        if line.len() + chunk.len() <= width {
-            line.push_str(&chunk);
-            continue;
+        let mut line = String::new();
+        while let Some(chunk) = chunks.last() {
+            if line.chars().count() + chunk.chars().count() > width {
+                break;
+            }
+            line.push_str(chunk);
+            chunks.pop();
         }
-        if chunk != " " && chunk.len() > width && line.len() < width {
-            let room = width - line.len();
-            line.push_str(&chunk[..room]);
-            lines.push(std::mem::take(&mut line).trim_end().to_string());
-            line.push_str(&chunk[room..]);
-            continue;
+        if let Some(chunk) = chunks.last_mut() {
+            if chunk.chars().count() > width {
+                let room = width - line.chars().count();
+                let head: String = chunk.chars().take(room).collect();
+                *chunk = chunk.chars().skip(room).collect();
+                line.push_str(&head);
+            }
         }
+        let line = line.trim_end().to_string();
         if !line.is_empty() {
-            lines.push(std::mem::take(&mut line).trim_end().to_string());
+            lines.push(line);
         }
-        if chunk != " " {
-            line.push_str(&chunk);
-        }
-    }
-    if !line.trim().is_empty() {
-        lines.push(line.trim_end().to_string());
     }
     lines
 }
