@@ -35,12 +35,12 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
-    logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
-
+    // As in the reference, a missing option is reported before the logs are opened.
     let (stack, logical_id) = match (parsed.text("stack_name"), parsed.text("logical_resource_id")) {
         (Some(s), Some(r)) if !s.is_empty() && !r.is_empty() => (s, r),
         _ => return report::usage_failure(&parser, "You must specify both a stack name and logical resource id"),
     };
+    logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
     let client = match cfn_metadata::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
         Ok(client) => client,
         Err(e) => return report::credential_failure(&e),

@@ -366,3 +366,54 @@ pub fn in_private_network<T: Send + 'static>(body: impl FnOnce() -> T + Send + '
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
+
+/// A minimal HTTP CONNECT proxy on loopback that records the targets it was asked
+/// for and relays the bytes, for checking which requests go through a proxy.
+pub struct RecordingProxy {
+    pub url: String,
+    pub targets: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl RecordingProxy {
+    pub fn start() -> RecordingProxy {
+        use std::io::{BufRead, BufReader};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let targets = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = targets.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(client.try_clone().unwrap());
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).is_err() {
+                        return;
+                    }
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                            break;
+                        }
+                    }
+                    let target = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
+                    seen.lock().unwrap().push(target.clone());
+                    let Ok(upstream) = std::net::TcpStream::connect(&target) else { return };
+                    let mut client = client;
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let (mut up_read, mut up_write) = (upstream.try_clone().unwrap(), upstream);
+                    let mut client_write = client.try_clone().unwrap();
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut up_read, &mut client_write);
+                    });
+                    let _ = std::io::copy(&mut reader, &mut up_write);
+                });
+            }
+        });
+        RecordingProxy { url, targets }
+    }
+
+    pub fn targets(&self) -> Vec<String> {
+        self.targets.lock().unwrap().clone()
+    }
+}

@@ -1239,6 +1239,9 @@ def main(argv=None):
     ap.add_argument("--accept-all-signals", action="store_true",
                     help="SignalResource never fails for resources/stacks that are not waiting")
     ap.add_argument("--imds-v2-required", action="store_true")
+    ap.add_argument("--tls-port", type=int, help="also serve everything over HTTPS on this port (needs --tls-cert/--tls-key)")
+    ap.add_argument("--tls-cert", help="PEM certificate for --tls-port")
+    ap.add_argument("--tls-key", help="PEM private key for --tls-port")
     ap.add_argument("--imds-host", help="extra listener for IMDS only, e.g. 169.254.169.254")
     ap.add_argument("--imds-port", type=int, default=80)
     ap.add_argument("--instance-id", default="i-0123456789abcdef0")
@@ -1273,6 +1276,10 @@ def main(argv=None):
         threading.Thread(target=srv.serve_forever, daemon=True).start()
     print(f"moto_cfn_server listening on http://{a.host}:{a.port} (sigv4 validation: {a.validate_sigv4})",
           flush=True)
+    if a.tls_port:
+        tls = make_server(a.host, a.tls_port, app, threaded=True, request_handler=MotoRequestHandler,
+                          ssl_context=(a.tls_cert, a.tls_key))
+        threading.Thread(target=tls.serve_forever, daemon=True).start()
     run_simple(a.host, a.port, app, threaded=True, request_handler=MotoRequestHandler)
 
 

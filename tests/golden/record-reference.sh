@@ -88,12 +88,12 @@ printf 'tool\tcase\targv\tenv_notes\texit\tseconds\n' > "$TSV"
 BASEENV=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TZ=UTC)
 
 # rec TOOL CASE IMDSMODE STDIN_FILE [VAR=val ...] -- ARGS...
-#   IMDSMODE: refuse | ec2 ; STDIN_FILE: - for /dev/null
+#   IMDSMODE: refuse | ec2 | closed (proxy = closed port 127.0.0.1:9) ; STDIN_FILE: - for /dev/null
 rec() {
   local tool=$1 case=$2 mode=$3 stdin=$4; shift 4
   local extra=()
   while [ "$1" != "--" ]; do extra+=("$1"); shift; done; shift
-  local port=$REFUSE_PORT; [ "$mode" = ec2 ] && port=$EC2_PORT
+  local port=$REFUSE_PORT; [ "$mode" = ec2 ] && port=$EC2_PORT; [ "$mode" = closed ] && port=9
   local d=$OUT/$tool; mkdir -p "$d"
   rm -rf /var/log/cfn-*.log* /var/lib/cfn-init /var/lib/cfn-hup /var/run/cfn-hup.pid "$WORK/out"
   local in=/dev/null; [ "$stdin" != - ] && in=$stdin
@@ -242,6 +242,11 @@ for c in noaction unparsable badumask badcreds nocreds badverbose deadurl; do
   rec cfn-hup config-$c refuse - -- -c "$WORK/hup-$c" --no-daemon
 done
 rec cfn-hup config-deadurl-verbose refuse - -- -v -c "$WORK/hup-deadurl" --no-daemon
+
+# ---- slow: what an unreachable IMDS costs (about 1 minute); RECORD_SLOW=0 skips it
+if [ "${RECORD_SLOW:-1}" = 1 ]; then
+  rec cfn-signal imds-closed-proxy-help closed - -- --help
+fi
 
 # ---- strip the reference's source-code lines out of Python tracebacks
 # (frame lines `  File "...", line N, in F` are kept; the quoted code line

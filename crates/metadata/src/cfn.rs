@@ -44,6 +44,7 @@ impl Error {
                     Verdict::Retriable
                 }
             }
+            Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
             Error::Transport { .. } => Verdict::Retriable,
             Error::Identity(ImdsError::Failed { .. }) => Verdict::Retriable,
             Error::Identity(_) | Error::Malformed { .. } => Verdict::Terminal,
@@ -222,8 +223,10 @@ mod tests {
         let unreadable = remote_error(502, None, "<html>Bad Gateway</html>\nmore");
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
         assert_eq!(unreadable.verdict(), Verdict::Retriable);
-        let transport = Error::Transport { endpoint: "x".into(), source: TransportError { message: "refused".into() } };
+        let transport = Error::Transport { endpoint: "x".into(), source: TransportError::new("refused") };
         assert_eq!(transport.verdict(), Verdict::Retriable);
+        let misconfigured = Error::Transport { endpoint: "x".into(), source: TransportError::config("bad CA bundle") };
+        assert_eq!(misconfigured.verdict(), Verdict::Terminal);
     }
 
     #[test]

@@ -34,16 +34,23 @@ impl Response {
     }
 }
 
-/// Why a request got no HTTP response at all. These are all worth retrying.
+/// Why a request got no HTTP response at all.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct TransportError {
     pub message: String,
+    /// A mistake in the configuration (a bad URL, proxy or CA bundle) that no retry
+    /// can fix, as opposed to a network failure.
+    pub permanent: bool,
 }
 
 impl TransportError {
-    fn new(message: impl Into<String>) -> Self {
-        TransportError { message: message.into() }
+    pub fn new(message: impl Into<String>) -> Self {
+        TransportError { message: message.into(), permanent: false }
+    }
+
+    pub fn config(message: impl Into<String>) -> Self {
+        TransportError { message: message.into(), permanent: true }
     }
 }
 
@@ -60,7 +67,7 @@ pub struct UrlParts {
 }
 
 pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| TransportError::new(format!("Invalid URL: {url}")))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| TransportError::config(format!("Invalid URL: {url}")))?;
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
@@ -68,12 +75,12 @@ pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
     let netloc = authority.rsplit_once('@').map_or(authority, |(_, h)| h).to_string();
     let (host, port) = match netloc.rsplit_once(':') {
         Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') => {
-            (h.to_string(), Some(p.parse().map_err(|_| TransportError::new(format!("Invalid port in URL: {url}")))?))
+            (h.to_string(), Some(p.parse().map_err(|_| TransportError::config(format!("Invalid port in URL: {url}")))?))
         }
         _ => (netloc.clone(), None),
     };
     if host.is_empty() {
-        return Err(TransportError::new(format!("Invalid URL (no host): {url}")));
+        return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
     }
     let path_and_query = if path.starts_with('?') { format!("/{path}") } else if path.is_empty() { "/".into() } else { path.into() };
     Ok(UrlParts { scheme: scheme.to_ascii_lowercase(), netloc, host, port, path_and_query })
@@ -101,8 +108,8 @@ impl HttpClient {
             request = request.header(*name, value.as_str());
         }
         let result = match body {
-            Some(bytes) => request.body(bytes.to_vec()).map_err(|e| TransportError::new(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
-            None => request.body(()).map_err(|e| TransportError::new(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
+            Some(bytes) => request.body(bytes.to_vec()).map_err(|e| TransportError::config(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
+            None => request.body(()).map_err(|e| TransportError::config(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
         };
         let mut response = result?;
         let status = response.status().as_u16();
@@ -124,7 +131,7 @@ impl HttpClient {
             return Ok(agent.clone());
         }
         let proxy = match &key.0 {
-            Some(url) => Some(ureq::Proxy::new(url).map_err(|e| TransportError::new(format!("Invalid proxy {}: {e}", redact_userinfo(url))))?),
+            Some(url) => Some(ureq::Proxy::new(url).map_err(|e| TransportError::config(format!("Invalid proxy {}: {e}", redact_userinfo(url))))?),
             None => None,
         };
         let mut config = ureq::Agent::config_builder()
@@ -135,7 +142,7 @@ impl HttpClient {
             .timeout_global(Some(ATTEMPT_TIMEOUT));
         if https {
             // Only HTTPS needs the trust store, so plain-HTTP calls never read it.
-            let roots = tls::root_certs().map_err(TransportError::new)?;
+            let roots = tls::root_certs().map_err(TransportError::config)?;
             config = config.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
         }
         let agent: ureq::Agent = config.build().into();

@@ -1,0 +1,110 @@
+//! The log files: reference paths and line formats (LOG-01, LOG-02), the stderr
+//! fallback (LOG-04), `-v` (LOG-07), permissions and no secrets (LOG-08).
+
+mod common;
+use common::*;
+use serde_json::json;
+
+/// `YYYY-MM-DD HH:MM:SS,mmm [LEVEL] ` at the start of a line.
+fn has_reference_prefix(line: &str) -> bool {
+    let b = line.as_bytes();
+    let digits = |range: std::ops::Range<usize>| range.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    let level_ok = ["[DEBUG] ", "[INFO] ", "[WARNING] ", "[ERROR] "].iter().any(|l| line[24.min(line.len())..].starts_with(l));
+    b.len() > 26
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b' '
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[19] == b','
+        && digits(20..23)
+        && b[23] == b' '
+        && level_ok
+}
+
+#[test]
+fn logs_go_to_var_log_in_the_reference_format() {
+    // The production default, /var/log, in a private mount namespace with a tmpfs on it.
+    let emulator = Emulator::shared();
+    let stack = emulator.create_stack(&unique("logs"), &instance_template(&json!({"k": "v"})));
+    let script = format!(
+        "mount -t tmpfs tmpfs /var/log && \
+         {bin} cfn-get-metadata -v -s {stack} -r Instance -k k --url {url} --access-key {ak} --secret-key '{sk}' && \
+         {bin} cfn-get-metadata -s {stack} -r Missing --url {url} --access-key {ak} --secret-key '{sk}'; \
+         cd /var/log && for f in cfn-init.log cfn-wire.log cfn-init-cmd.log; do echo \"== $f $(stat -c %a $f)\"; cat $f; done",
+        bin = binary().display(),
+        url = emulator.url,
+        ak = ACCESS_KEY,
+        sk = SECRET_KEY,
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env_remove("CFN_BOOTSTRAP_LOG_DIR")
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1")
+        .output()
+        .expect("run unshare (needs root)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let section = |name: &str| {
+        let start = text.find(&format!("== {name} ")).unwrap_or_else(|| panic!("no {name} in\n{text}"));
+        let rest = &text[start..];
+        let end = rest[3..].find("== ").map(|i| i + 3).unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
+    let main = section("cfn-init.log");
+    assert!(main.starts_with("== cfn-init.log 644\nv\n") || main.starts_with("== cfn-init.log 644\n"), "{text}");
+    let lines: Vec<&str> = main.lines().skip(1).collect();
+    assert!(!lines.is_empty(), "{text}");
+    assert!(lines.iter().all(|l| has_reference_prefix(l)), "{text}");
+    assert!(main.contains(&format!("[ERROR] ValidationError: Resource Missing does not exist for stack {stack}")), "{text}");
+    let wire = section("cfn-wire.log");
+    assert!(wire.starts_with("== cfn-wire.log 644\n"), "{text}");
+    assert!(wire.contains("[DEBUG] Response: 200 http://127.0.0.1:"), "{text}");
+    assert!(wire.contains("Action=DescribeStackResource"), "{text}");
+    assert!(section("cfn-init-cmd.log").starts_with("== cfn-init-cmd.log 644\n"), "{text}");
+    assert!(!text.contains(SECRET_KEY), "a secret reached a log:\n{text}");
+}
+
+#[test]
+fn an_unwritable_log_directory_falls_back_to_stderr() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let run = sandbox
+        .cmd("cfn-get-metadata")
+        .env("CFN_BOOTSTRAP_LOG_DIR", "/nonexistent/logs")
+        .args(["-s", &unique("nostack"), "-r", "Instance"])
+        .with_keys(&emulator)
+        .run();
+    run.code(1);
+    let mut lines = run.stderr.lines();
+    assert_eq!(lines.next(), Some("Could not open /nonexistent/logs/cfn-init.log for logging.  Using stderr instead."), "{run}");
+    // The log lines themselves now go to stderr, in the reference format.
+    let logged: Vec<&str> = lines.clone().filter(|l| has_reference_prefix(l)).collect();
+    assert!(logged.iter().any(|l| l.contains("[ERROR] ValidationError: Stack")), "{run}");
+    assert!(run.stderr.ends_with("does not exist\n"), "{run}");
+}
+
+#[test]
+fn verbose_switches_the_main_log_to_debug() {
+    let emulator = Emulator::shared();
+    let stack = emulator.create_stack(&unique("verbose"), &instance_template(&json!({"k": "v"})));
+    let quiet = Sandbox::new();
+    quiet.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
+    assert!(!quiet.log("cfn-init.log").contains("[DEBUG]"), "{}", quiet.log("cfn-init.log"));
+    let verbose = Sandbox::new();
+    verbose.cmd("cfn-get-metadata").args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
+    assert!(verbose.log("cfn-init.log").contains("[DEBUG] Calling DescribeStackResource"), "{}", verbose.log("cfn-init.log"));
+}
+
+#[test]
+fn missing_options_are_reported_before_logs_are_created() {
+    let sandbox = Sandbox::new();
+    sandbox.cmd("cfn-get-metadata").arg("-s").arg("x").run().code(1);
+    assert!(std::fs::read_dir(sandbox.path("log")).unwrap().next().is_none(), "logs were created");
+}

@@ -1,0 +1,135 @@
+//! Proxies (NET-02, CLI-COMMON-06, IMDS-03) and the trust-store override (NET-01).
+
+mod common;
+use common::*;
+use serde_json::json;
+
+fn stack(emulator: &Emulator) -> String {
+    emulator.create_stack(&unique("net"), &instance_template(&json!({"k": "v"})))
+}
+
+#[test]
+fn command_line_proxy_carries_the_api_call() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let proxy = RecordingProxy::start();
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-get-metadata")
+        .args(["-s", &stack, "-r", "Instance", "-k", "k", "--http-proxy", &proxy.url])
+        // The command line wins over NO_PROXY, as in the reference.
+        .env("NO_PROXY", "127.0.0.1")
+        .with_keys(&emulator)
+        .run()
+        .code(0)
+        .stdout_is("v\n");
+    let emulator_netloc = emulator.url.trim_start_matches("http://").to_string();
+    assert_eq!(proxy.targets(), [emulator_netloc]);
+}
+
+#[test]
+fn environment_proxy_is_used_unless_no_proxy_covers_the_host() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let proxy = RecordingProxy::start();
+    let sandbox = Sandbox::new();
+    let get = |no_proxy: &str| {
+        sandbox
+            .cmd("cfn-get-metadata")
+            .args(["-s", &stack, "-r", "Instance", "-k", "k"])
+            .env("http_proxy", &proxy.url)
+            .env("NO_PROXY", no_proxy)
+            .with_keys(&emulator)
+            .run()
+    };
+    get("example.com").code(0).stdout_is("v\n");
+    assert_eq!(proxy.targets().len(), 1);
+    get("127.0.0.0/8").code(0).stdout_is("v\n");
+    get("example.com, 127.0.0.1").code(0).stdout_is("v\n");
+    assert_eq!(proxy.targets().len(), 1, "NO_PROXY must bypass the proxy: {:?}", proxy.targets());
+}
+
+#[test]
+fn instance_metadata_never_goes_through_a_proxy() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let proxy = RecordingProxy::start();
+    let sandbox = Sandbox::new();
+    // No credentials: the tool asks IMDS (here the emulator's, by the SDK variable)
+    // for the instance identity; the proxy must see only the CloudFormation call.
+    sandbox
+        .cmd("cfn-get-metadata")
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url)
+        .env("HTTP_PROXY", &proxy.url)
+        .args(["-s", &stack, "-r", "Instance", "-k", "k", "--url", &emulator.url])
+        .run()
+        .code(0)
+        .stdout_is("v\n");
+    assert_eq!(proxy.targets().len(), 1, "{:?}", proxy.targets());
+    let imds_requests = emulator.get_json("/_emu/requests?kind=imds");
+    assert!(!imds_requests.as_array().unwrap().is_empty());
+}
+
+#[test]
+fn an_unreadable_ca_bundle_is_reported() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-get-metadata")
+        .env("REQUESTS_CA_BUNDLE", sandbox.path("missing.pem"))
+        .args(["-s", "s", "-r", "r", "--access-key", "a", "--secret-key", "b", "--url", "https://127.0.0.1:1/"])
+        .run()
+        .code(1)
+        .stderr_has(&format!("Could not read CA bundle {}", sandbox.path("missing.pem").display()));
+}
+
+/// A private CA and a server certificate for 127.0.0.1 it signed, made with openssl.
+/// Returns (CA certificate, server certificate, server key).
+fn private_ca(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let path = |name: &str| dir.join(name);
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    openssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA", "-keyout", "ca.key", "-out", "ca.pem"]);
+    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"]);
+    std::fs::write(path("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem"]);
+    (path("ca.pem"), path("server.pem"), path("server.key"))
+}
+
+#[test]
+fn https_endpoints_are_verified_against_the_configured_authorities() {
+    let sandbox = Sandbox::new();
+    let (cert, server_cert, key) = private_ca(sandbox.dir.path());
+    let tls_port = free_port().to_string();
+    let emulator = Emulator::start(&[
+        "--tls-port", &tls_port, "--tls-cert", server_cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(),
+    ]);
+    let https_url = format!("https://127.0.0.1:{tls_port}");
+    let stack = unique("tls");
+    emulator.create_stack(&stack, &instance_template(&json!({"k": "v"})));
+    let get = || {
+        sandbox
+            .cmd("cfn-get-metadata")
+            .args(["-s", &stack, "-r", "Instance", "-k", "k", "--url", &https_url, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+    };
+
+    // CA_OVERRIDE names a bundle that exists (NET-01).
+    get().env("CA_OVERRIDE", &cert).run().code(0).stdout_is("v\n");
+    // /etc/cfn/ca-override.pem when present.
+    std::fs::copy(&cert, sandbox.path("etc/ca-override.pem")).unwrap();
+    get().run().code(0).stdout_is("v\n");
+    std::fs::remove_file(sandbox.path("etc/ca-override.pem")).unwrap();
+    // REQUESTS_CA_BUNDLE wins over CA_OVERRIDE.
+    get().env("REQUESTS_CA_BUNDLE", &cert).env("CA_OVERRIDE", "/nonexistent").run().code(0).stdout_is("v\n");
+    // Without it, the private CA is not trusted: verification is always on.
+    let refused = get().env("SSL_CERT_FILE", "/nonexistent").run();
+    refused.code(1).stdout_is("");
+    assert!(refused.stderr.starts_with(&format!("Could not reach {https_url}/: ")), "{refused}");
+    assert!(refused.stderr.to_lowercase().contains("certificate") || refused.stderr.contains("UnknownIssuer"), "{refused}");
+}
