@@ -1,1 +1,73 @@
-fn main() {}
+//! Project tasks: `cargo xtask test` (everything the tests need, then all tests) and
+//! `cargo xtask demo` (the main job, end to end, against the local AWS emulator).
+
+mod demo;
+mod emulator;
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("demo") => demo::run(),
+        _ => {
+            eprintln!("usage: cargo xtask <test [cargo test args…] | demo>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+pub fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Fails with a clear message when a program the tests need is missing.
+fn require(program: &str, why: &str) -> Result<()> {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false);
+    if !found {
+        bail!("`{program}` is not installed; the tests need it for {why}");
+    }
+    Ok(())
+}
+
+/// Installs the emulator, starts one shared instance, and runs every test once.
+fn test(extra: &[String]) -> Result<ExitCode> {
+    require("ip", "private network namespaces (Debian package iproute2)")?;
+    require("unshare", "private mount namespaces (util-linux)")?;
+    require("openssl", "test certificates")?;
+    let python = emulator::ensure_venv()?;
+
+    // One build for all test binaries, before the emulator starts.
+    let status = cargo().current_dir(workspace()).args(["build", "--workspace", "--tests", "--bins"]).status()?;
+    if !status.success() {
+        bail!("the build failed");
+    }
+    let emulator = emulator::Emulator::start(&python, &emulator::test_arguments())?;
+    eprintln!("xtask: shared emulator at {}", emulator.url);
+    let status = cargo()
+        .current_dir(workspace())
+        .args(["test", "--workspace"])
+        .args(extra)
+        .env("CFN_TEST_EMULATOR", &emulator.url)
+        .env("CFN_TEST_PYTHON", &python)
+        .status()
+        .context("run cargo test")?;
+    drop(emulator);
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,81 @@
+//! The local AWS emulator (tests/emulator): its Python environment and its process.
+
+use crate::workspace;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The keys the black-box tests sign with (tests/common/mod.rs).
+pub const TEST_CREDENTIALS: &str = "AKIDTESTKEY:test/secret/key";
+
+pub fn test_arguments() -> Vec<String> {
+    vec!["--validate-sigv4".into(), "--credentials".into(), TEST_CREDENTIALS.into()]
+}
+
+/// Creates `target/emulator-venv` with the pinned requirements when it is missing or
+/// the requirements changed, and returns its Python.
+pub fn ensure_venv() -> Result<PathBuf> {
+    let root = workspace();
+    let venv = root.join("target/emulator-venv");
+    let python = venv.join("bin/python");
+    let requirements = root.join("tests/emulator/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).context("read tests/emulator/requirements.txt")?;
+    let stamp = venv.join("requirements.installed");
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    eprintln!("xtask: installing the emulator's Python environment in {} (about 30 s)", venv.display());
+    let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements))?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(python)
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// A running emulator on a free loopback port, stopped when dropped.
+pub struct Emulator {
+    pub url: String,
+    child: Child,
+}
+
+impl Emulator {
+    pub fn start(python: &PathBuf, arguments: &[String]) -> Result<Emulator> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let log = workspace().join("target/emulator.log");
+        let log_file = std::fs::File::create(&log)?;
+        let child = Command::new(python)
+            .arg(workspace().join("tests/emulator/moto_cfn_server.py"))
+            .args(["--port", &port.to_string()])
+            .args(arguments)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .context("start the emulator")?;
+        let emulator = Emulator { url: format!("http://127.0.0.1:{port}"), child };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/_emu/state", emulator.url)).call().is_ok() {
+                return Ok(emulator);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("the emulator did not answer within 60 s; see {}", log.display())
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
