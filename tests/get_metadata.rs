@@ -262,3 +262,27 @@ fn non_object_metadata_is_printed_and_has_no_keys() {
         .code(1)
         .stderr_is("Error: a is not present in the metadata for Instance\n");
 }
+
+#[test]
+fn role_credentials_come_from_instance_metadata() {
+    let emulator = Emulator::shared();
+    let stack = stack_with_metadata(&emulator);
+    let sandbox = Sandbox::new();
+    let get = |role: &str| {
+        sandbox
+            .cmd("cfn-get-metadata")
+            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url)
+            .args(["-s", &stack, "-r", "Instance", "-k", "app.zero", "--url", &emulator.url, "--role", role])
+            .run()
+    };
+    get("emulator-role").code(0).stdout_is("0\n");
+    let describe: Vec<_> = emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
+    assert_eq!(describe.len(), 1);
+    assert_eq!(describe[0]["auth_scheme"], "AWS4-HMAC-SHA256", "{describe:?}");
+    assert_eq!(describe[0]["security_token"], true, "role credentials carry a session token: {describe:?}");
+
+    get("no-such-role").code(1).stdout_is("").stderr_is(
+        "Could not retrieve credentials for role no-such-role from the instance metadata service: \
+         /latest/meta-data/iam/security-credentials/no-such-role was not found in the instance metadata\n",
+    );
+}

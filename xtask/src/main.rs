@@ -6,7 +6,8 @@ mod emulator;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, ExitCode, Stdio};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -60,14 +61,35 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     }
     let emulator = emulator::Emulator::start(&python, &emulator::test_arguments())?;
     eprintln!("xtask: shared emulator at {}", emulator.url);
-    let status = cargo()
+    let mut child = cargo()
         .current_dir(workspace())
         .args(["test", "--workspace"])
         .args(extra)
         .env("CFN_TEST_EMULATOR", &emulator.url)
         .env("CFN_TEST_PYTHON", &python)
-        .status()
+        .stdout(Stdio::piped())
+        .spawn()
         .context("run cargo test")?;
+    // Pass the output through and add up the per-binary results into one closing line.
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(result) = line.strip_prefix("test result: ") {
+            passed += count_before(result, " passed");
+            failed += count_before(result, " failed");
+        }
+    }
+    let status = child.wait()?;
     drop(emulator);
+    println!("tests: {passed} passed, {failed} failed");
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The number just before `label` in `ok. 8 passed; 0 failed; …`.
+fn count_before(text: &str, label: &str) -> u64 {
+    text.find(label)
+        .and_then(|end| text[..end].rsplit([' ', '.']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }

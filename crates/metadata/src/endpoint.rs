@@ -59,3 +59,111 @@ mod tests {
         assert_eq!(cloudformation_url("us-east-1", Some("")), "https://cloudformation.us-east-1.amazonaws.com/");
     }
 }
+
+/// The endpoints document of S3 and SQS hostnames (EP-03, EP-06): built in, or replaced
+/// whole by `$ENDPOINTS_OVERRIDE` or `/etc/cfn/endpoints-override.json` when that file
+/// exists, in the reference's format:
+/// `{"Services": {"AmazonS3": {"Endpoints": [{"Region", "Hostname", "Default"}]}, "AmazonSQS": …}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    pub s3: Vec<ServiceEndpoint>,
+    pub sqs: Vec<ServiceEndpoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceEndpoint {
+    pub region: String,
+    pub hostname: String,
+    pub default: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("Invalid endpoints document {path}: {reason}")]
+pub struct EndpointsError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl Endpoints {
+    /// The legacy global S3 hostnames, all in us-east-1; SQS uses the regional
+    /// `sqs.<region>` names unless a document lists others.
+    pub fn builtin() -> Endpoints {
+        let s3 = |hostname: &str, default| ServiceEndpoint { region: "us-east-1".into(), hostname: hostname.into(), default };
+        Endpoints {
+            s3: vec![s3("s3.amazonaws.com", true), s3("s3-external-1.amazonaws.com", false), s3("s3-external-2.amazonaws.com", false)],
+            sqs: Vec::new(),
+        }
+    }
+
+    /// The document in force: an override file when one exists, else the built-in one.
+    pub fn load() -> Result<Endpoints, EndpointsError> {
+        let from_env = std::env::var_os("ENDPOINTS_OVERRIDE").map(std::path::PathBuf::from).filter(|p| p.is_file());
+        let from_etc = Some(crate::paths::etc_dir().join("endpoints-override.json")).filter(|p| p.is_file());
+        match from_env.or(from_etc) {
+            Some(path) => {
+                let shown = path.display().to_string();
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| EndpointsError { path: shown.clone(), reason: crate::source::io_reason(&e) })?;
+                Endpoints::parse(&text).map_err(|reason| EndpointsError { path: shown, reason })
+            }
+            None => Ok(Endpoints::builtin()),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Endpoints, String> {
+        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let service = |name: &str| -> Result<Vec<ServiceEndpoint>, String> {
+            let Some(list) = doc.pointer(&format!("/Services/{name}/Endpoints")) else { return Ok(Vec::new()) };
+            let list = list.as_array().ok_or_else(|| format!("Services.{name}.Endpoints must be a list"))?;
+            list.iter()
+                .map(|e| {
+                    let field = |k: &str| e.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                    match (field("Region"), field("Hostname")) {
+                        (Some(region), Some(hostname)) => Ok(ServiceEndpoint {
+                            region,
+                            hostname,
+                            default: e.get("Default").and_then(|v| v.as_bool()).unwrap_or(false),
+                        }),
+                        _ => Err(format!("every Services.{name}.Endpoints entry needs Region and Hostname")),
+                    }
+                })
+                .collect()
+        };
+        Ok(Endpoints { s3: service("AmazonS3")?, sqs: service("AmazonSQS")? })
+    }
+
+    /// The SQS endpoint of a region: the document's hostname if it lists one, else
+    /// `https://sqs.<region>.<partition suffix>`.
+    pub fn sqs_url(&self, region: &str) -> String {
+        match self.sqs.iter().find(|e| e.region == region) {
+            Some(e) => format!("https://{}", e.hostname),
+            None => format!("https://sqs.{region}.{}", dns_suffix(region)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod endpoints_tests {
+    use super::*;
+
+    #[test]
+    fn builtin_document_and_sqs_defaults() {
+        let e = Endpoints::builtin();
+        assert_eq!(e.s3.iter().filter(|x| x.default).map(|x| x.hostname.as_str()).collect::<Vec<_>>(), ["s3.amazonaws.com"]);
+        assert_eq!(e.sqs_url("eu-west-1"), "https://sqs.eu-west-1.amazonaws.com");
+        assert_eq!(e.sqs_url("cn-north-1"), "https://sqs.cn-north-1.amazonaws.com.cn");
+    }
+
+    #[test]
+    fn an_override_document_replaces_everything() {
+        let e = Endpoints::parse(
+            r#"{"Services": {"AmazonSQS": {"Endpoints": [{"Region": "us-east-1", "Hostname": "queue.amazonaws.com"}]}}}"#,
+        )
+        .unwrap();
+        assert!(e.s3.is_empty());
+        assert_eq!(e.sqs_url("us-east-1"), "https://queue.amazonaws.com");
+        assert_eq!(e.sqs_url("us-west-2"), "https://sqs.us-west-2.amazonaws.com");
+        assert!(Endpoints::parse("{nope").is_err());
+        assert!(Endpoints::parse(r#"{"Services": {"AmazonS3": {"Endpoints": [{"Region": "x"}]}}}"#).is_err());
+    }
+}
