@@ -70,13 +70,11 @@ fn help_and_parse_errors_match_the_reference() {
 fn get_metadata_requires_stack_and_resource_like_the_reference() {
     let sandbox = Sandbox::new();
     for (case, args) in [("no-args", &[][..]), ("stack-only", &["-s", "x"][..]), ("resource-only", &["-r", "x"][..])] {
-        sandbox
-            .cmd("cfn-get-metadata")
-            .args(args)
-            .run()
-            .code(1)
-            .stdout_is("")
-            .stderr_is(&golden("cfn-get-metadata", case, "stderr"));
+        sandbox.cmd("cfn-get-metadata").args(args).run().code(1).stdout_is("").stderr_is(&golden(
+            "cfn-get-metadata",
+            case,
+            "stderr",
+        ));
     }
 }
 
@@ -111,11 +109,15 @@ fn a_link_with_an_exe_suffix_runs_the_tool() {
 #[test]
 fn tools_not_built_yet_fail_loudly() {
     let sandbox = Sandbox::new();
-    for tool in ["cfn-init", "cfn-signal", "cfn-hup", "cfn-elect-cmd-leader", "cfn-send-cmd-result", "cfn-send-cmd-event"] {
-        sandbox.cmd(tool).run().code(1).stdout_is("").stderr_is(&format!(
-            "{tool}: not implemented yet in cfn-bootstrap {}\n",
-            env!("CARGO_PKG_VERSION")
-        ));
+    for tool in
+        ["cfn-init", "cfn-signal", "cfn-hup", "cfn-elect-cmd-leader", "cfn-send-cmd-result", "cfn-send-cmd-event"]
+    {
+        sandbox
+            .cmd(tool)
+            .run()
+            .code(1)
+            .stdout_is("")
+            .stderr_is(&format!("{tool}: not implemented yet in cfn-bootstrap {}\n", env!("CARGO_PKG_VERSION")));
     }
 }
 

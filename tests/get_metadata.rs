@@ -38,7 +38,8 @@ fn prints_the_whole_metadata_as_pretty_json_in_document_order() {
     assert!(run.stdout.contains(r#""unicode": "caf\u00e9 \ud83d\ude00""#), "{run}");
     // The request carried SigV4 and the reference's query-protocol form.
     let requests = emulator.requests_for(&stack);
-    let describe = requests.iter().find(|r| r["action"] == "DescribeStackResource").expect("a DescribeStackResource request");
+    let describe =
+        requests.iter().find(|r| r["action"] == "DescribeStackResource").expect("a DescribeStackResource request");
     assert_eq!(describe["method"], "GET");
     assert_eq!(describe["auth_scheme"], "AWS4-HMAC-SHA256");
     assert_eq!(describe["query"]["ContentType"], "JSON");
@@ -98,7 +99,10 @@ fn missing_things_are_reported_with_the_reference_messages() {
         .stdout_is("")
         .stderr_is(&format!("ValidationError: Resource Missing does not exist for stack {stack}\n"));
     let nostack = unique("nostack");
-    get(&["-s", &nostack, "-r", "Instance"]).code(1).stdout_is("").stderr_is(&format!("ValidationError: Stack '{nostack}' does not exist\n"));
+    get(&["-s", &nostack, "-r", "Instance"])
+        .code(1)
+        .stdout_is("")
+        .stderr_is(&format!("ValidationError: Stack '{nostack}' does not exist\n"));
     // A Sender fault is terminal: exactly one request.
     assert_eq!(emulator.requests_for(&nostack).len(), 1);
 }
@@ -110,7 +114,18 @@ fn a_wrong_secret_is_refused_and_not_retried() {
     let sandbox = Sandbox::new();
     sandbox
         .cmd("cfn-get-metadata")
-        .args(["-s", &stack, "-r", "Instance", "--url", &emulator.url, "--access-key", ACCESS_KEY, "--secret-key", "wrong"])
+        .args([
+            "-s",
+            &stack,
+            "-r",
+            "Instance",
+            "--url",
+            &emulator.url,
+            "--access-key",
+            ACCESS_KEY,
+            "--secret-key",
+            "wrong",
+        ])
         .run()
         .code(1)
         .stdout_is("")
@@ -128,7 +143,11 @@ fn credential_files_are_read_and_checked() {
     let sandbox = Sandbox::new();
     let keys = format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n");
     let get = |file: &std::path::Path| {
-        sandbox.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance", "-k", "app.nested.leaf", "--url", &emulator.url, "-f"]).arg(file).run()
+        sandbox
+            .cmd("cfn-get-metadata")
+            .args(["-s", &stack, "-r", "Instance", "-k", "app.nested.leaf", "--url", &emulator.url, "-f"])
+            .arg(file)
+            .run()
     };
     get(&sandbox.credential_file(0o600, &keys)).code(0).stdout_is("value\n");
     get(&sandbox.credential_file(0o644, &keys)).code(1).stdout_is("").stderr_is(
@@ -145,7 +164,21 @@ fn credential_files_are_read_and_checked() {
     // The file wins over keys on the command line (CRED-01).
     sandbox
         .cmd("cfn-get-metadata")
-        .args(["-s", &stack, "-r", "Instance", "-k", "app.zero", "--url", &emulator.url, "--access-key", "bogus", "--secret-key", "bogus", "-f"])
+        .args([
+            "-s",
+            &stack,
+            "-r",
+            "Instance",
+            "-k",
+            "app.zero",
+            "--url",
+            &emulator.url,
+            "--access-key",
+            "bogus",
+            "--secret-key",
+            "bogus",
+            "-f",
+        ])
         .arg(sandbox.credential_file(0o600, &keys))
         .run()
         .code(0)
@@ -185,7 +218,8 @@ fn throttling_and_server_errors_are_retried_until_success() {
         .code(0)
         .stdout_is("value\n")
         .stderr_is("");
-    let attempts: Vec<_> = emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
+    let attempts: Vec<_> =
+        emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
     assert_eq!(attempts.len(), 4, "{attempts:#?}");
     assert_eq!(attempts.iter().map(|r| r["status"].as_u64().unwrap()).collect::<Vec<_>>(), [400, 500, 502, 200]);
     let log = sandbox.log("cfn-init.log");
@@ -219,7 +253,18 @@ fn an_unreachable_endpoint_is_retried_five_times_then_reported() {
     let port = free_port();
     let run = sandbox
         .cmd("cfn-get-metadata")
-        .args(["-s", "s", "-r", "r", "--url", &format!("http://127.0.0.1:{port}"), "--access-key", "a", "--secret-key", "b"])
+        .args([
+            "-s",
+            "s",
+            "-r",
+            "r",
+            "--url",
+            &format!("http://127.0.0.1:{port}"),
+            "--access-key",
+            "a",
+            "--secret-key",
+            "b",
+        ])
         .run();
     run.code(1).stdout_is("");
     assert!(run.stderr.starts_with(&format!("Could not reach http://127.0.0.1:{port}/: ")), "{run}");
@@ -244,7 +289,10 @@ fn malformed_metadata_is_a_clear_error() {
     let sandbox = Sandbox::new();
     let run = sandbox.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run();
     run.code(1).stdout_is("");
-    assert!(run.stderr.starts_with("Unexpected answer to DescribeStackResource: the resource's Metadata is not valid JSON"), "{run}");
+    assert!(
+        run.stderr.starts_with("Unexpected answer to DescribeStackResource: the resource's Metadata is not valid JSON"),
+        "{run}"
+    );
     assert_eq!(run.stderr.lines().count(), 1, "{run}");
 }
 
@@ -253,7 +301,13 @@ fn non_object_metadata_is_printed_and_has_no_keys() {
     let emulator = Emulator::shared();
     let stack = emulator.create_stack(&unique("gm-list"), &instance_template(&json!(["a", 1])));
     let sandbox = Sandbox::new();
-    sandbox.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0).stdout_is("[\n    \"a\",\n    1\n]\n");
+    sandbox
+        .cmd("cfn-get-metadata")
+        .args(["-s", &stack, "-r", "Instance"])
+        .with_keys(&emulator)
+        .run()
+        .code(0)
+        .stdout_is("[\n    \"a\",\n    1\n]\n");
     sandbox
         .cmd("cfn-get-metadata")
         .args(["-s", &stack, "-r", "Instance", "-k", "a"])
@@ -276,7 +330,8 @@ fn role_credentials_come_from_instance_metadata() {
             .run()
     };
     get("emulator-role").code(0).stdout_is("0\n");
-    let describe: Vec<_> = emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
+    let describe: Vec<_> =
+        emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
     assert_eq!(describe.len(), 1);
     assert_eq!(describe[0]["auth_scheme"], "AWS4-HMAC-SHA256", "{describe:?}");
     assert_eq!(describe[0]["security_token"], true, "role credentials carry a session token: {describe:?}");

@@ -60,8 +60,12 @@ fn works_when_the_instance_requires_imdsv2() {
 #[test]
 fn falls_back_to_imdsv1_when_the_token_call_is_refused() {
     let (run, requests, imds) = in_private_network(|| {
-        let emulator = Emulator::start_at(&["--imds-host", "169.254.169.254", "--imds-port", "80", "--port", "5000"], 5000);
-        emulator.post_json("/_emu/faults", &json!({"path": "/latest/api/token", "method": "PUT", "status": 403, "count": -1}));
+        let emulator =
+            Emulator::start_at(&["--imds-host", "169.254.169.254", "--imds-port", "80", "--port", "5000"], 5000);
+        emulator.post_json(
+            "/_emu/faults",
+            &json!({"path": "/latest/api/token", "method": "PUT", "status": 403, "count": -1}),
+        );
         let stack = emulator.create_stack("v1-stack", &instance_template(&json!({"app": {"greeting": "hello"}})));
         let sandbox = Sandbox::new();
         let run = sandbox

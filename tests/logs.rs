@@ -9,7 +9,8 @@ use serde_json::json;
 fn has_reference_prefix(line: &str) -> bool {
     let b = line.as_bytes();
     let digits = |range: std::ops::Range<usize>| range.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
-    let level_ok = ["[DEBUG] ", "[INFO] ", "[WARNING] ", "[ERROR] "].iter().any(|l| line[24.min(line.len())..].starts_with(l));
+    let level_ok =
+        ["[DEBUG] ", "[INFO] ", "[WARNING] ", "[ERROR] "].iter().any(|l| line[24.min(line.len())..].starts_with(l));
     b.len() > 26
         && digits(0..4)
         && b[4] == b'-'
@@ -62,7 +63,10 @@ fn logs_go_to_var_log_in_the_reference_format() {
     let lines: Vec<&str> = main.lines().skip(1).collect();
     assert!(!lines.is_empty(), "{text}");
     assert!(lines.iter().all(|l| has_reference_prefix(l)), "{text}");
-    assert!(main.contains(&format!("[ERROR] ValidationError: Resource Missing does not exist for stack {stack}")), "{text}");
+    assert!(
+        main.contains(&format!("[ERROR] ValidationError: Resource Missing does not exist for stack {stack}")),
+        "{text}"
+    );
     let wire = section("cfn-wire.log");
     assert!(wire.starts_with("== cfn-wire.log 644\n"), "{text}");
     assert!(wire.contains("[DEBUG] Response: 200 http://127.0.0.1:"), "{text}");
@@ -83,7 +87,11 @@ fn an_unwritable_log_directory_falls_back_to_stderr() {
         .run();
     run.code(1);
     let mut lines = run.stderr.lines();
-    assert_eq!(lines.next(), Some("Could not open /nonexistent/logs/cfn-init.log for logging.  Using stderr instead."), "{run}");
+    assert_eq!(
+        lines.next(),
+        Some("Could not open /nonexistent/logs/cfn-init.log for logging.  Using stderr instead."),
+        "{run}"
+    );
     // The log lines themselves now go to stderr, in the reference format.
     let logged: Vec<&str> = lines.clone().filter(|l| has_reference_prefix(l)).collect();
     assert!(logged.iter().any(|l| l.contains("[ERROR] ValidationError: Stack")), "{run}");
@@ -99,7 +107,11 @@ fn verbose_switches_the_main_log_to_debug() {
     assert!(!quiet.log("cfn-init.log").contains("[DEBUG]"), "{}", quiet.log("cfn-init.log"));
     let verbose = Sandbox::new();
     verbose.cmd("cfn-get-metadata").args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
-    assert!(verbose.log("cfn-init.log").contains("[DEBUG] Calling DescribeStackResource"), "{}", verbose.log("cfn-init.log"));
+    assert!(
+        verbose.log("cfn-init.log").contains("[DEBUG] Calling DescribeStackResource"),
+        "{}",
+        verbose.log("cfn-init.log")
+    );
 }
 
 #[test]

@@ -95,10 +95,51 @@ fn private_ca(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf,
             .expect("run openssl");
         assert!(status.success(), "openssl {args:?} failed");
     };
-    openssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA", "-keyout", "ca.key", "-out", "ca.pem"]);
-    openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"]);
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
     std::fs::write(path("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
-    openssl(&["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem"]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "server.pem",
+    ]);
     (path("ca.pem"), path("server.pem"), path("server.key"))
 }
 
@@ -108,15 +149,31 @@ fn https_endpoints_are_verified_against_the_configured_authorities() {
     let (cert, server_cert, key) = private_ca(sandbox.dir.path());
     let tls_port = free_port().to_string();
     let emulator = Emulator::start(&[
-        "--tls-port", &tls_port, "--tls-cert", server_cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(),
+        "--tls-port",
+        &tls_port,
+        "--tls-cert",
+        server_cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
     ]);
     let https_url = format!("https://127.0.0.1:{tls_port}");
     let stack = unique("tls");
     emulator.create_stack(&stack, &instance_template(&json!({"k": "v"})));
     let get = || {
-        sandbox
-            .cmd("cfn-get-metadata")
-            .args(["-s", &stack, "-r", "Instance", "-k", "k", "--url", &https_url, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        sandbox.cmd("cfn-get-metadata").args([
+            "-s",
+            &stack,
+            "-r",
+            "Instance",
+            "-k",
+            "k",
+            "--url",
+            &https_url,
+            "--access-key",
+            ACCESS_KEY,
+            "--secret-key",
+            SECRET_KEY,
+        ])
     };
 
     // CA_OVERRIDE names a bundle that exists (NET-01).
@@ -131,5 +188,8 @@ fn https_endpoints_are_verified_against_the_configured_authorities() {
     let refused = get().env("SSL_CERT_FILE", "/nonexistent").run();
     refused.code(1).stdout_is("");
     assert!(refused.stderr.starts_with(&format!("Could not reach {https_url}/: ")), "{refused}");
-    assert!(refused.stderr.to_lowercase().contains("certificate") || refused.stderr.contains("UnknownIssuer"), "{refused}");
+    assert!(
+        refused.stderr.to_lowercase().contains("certificate") || refused.stderr.contains("UnknownIssuer"),
+        "{refused}"
+    );
 }

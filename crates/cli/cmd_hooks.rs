@@ -43,13 +43,25 @@ pub fn send_result_parser(prog: &str) -> Parser {
             options::access_key(),
             options::secret_key(),
             Opt::value(None, "token", "security_token", "SECURITY_TOKEN", "An AWS Session Token"),
-            Opt::value(Some('q'), "queue-url", "queue_url", "QUEUE_URL", "SQS Queue URL for storing the command result"),
+            Opt::value(
+                Some('q'),
+                "queue-url",
+                "queue_url",
+                "QUEUE_URL",
+                "SQS Queue URL for storing the command result",
+            ),
             dispatcher_id(),
             command_name(),
             invocation_id(),
             listener_id(),
-            Opt::value(Some('s'), "success", "success", "SUCCESS", "If true, signal success; if false, signal failure. Default: true")
-                .with_kind(Kind::Choice(&["true", "false"])),
+            Opt::value(
+                Some('s'),
+                "success",
+                "success",
+                "SUCCESS",
+                "If true, signal success; if false, signal failure. Default: true",
+            )
+            .with_kind(Kind::Choice(&["true", "false"])),
             Opt::value(
                 Some('e'),
                 "exit-code",

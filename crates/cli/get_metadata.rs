@@ -2,7 +2,7 @@
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::{keypath, pyjson, source, Imds};
+use cfn_metadata::{Imds, keypath, pyjson, source};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -38,7 +38,9 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     // As in the reference, a missing option is reported before the logs are opened.
     let (stack, logical_id) = match (parsed.text("stack_name"), parsed.text("logical_resource_id")) {
         (Some(s), Some(r)) if !s.is_empty() && !r.is_empty() => (s, r),
-        _ => return report::usage_failure(&parser, "You must specify both a stack name and logical resource id"),
+        _ => {
+            return report::usage_failure(&parser, "You must specify both a stack name and logical resource id");
+        }
     };
     logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
     let client = match cfn_metadata::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
@@ -56,7 +58,9 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         None => &metadata,
         Some(key) => match keypath::lookup(&metadata, &key) {
             Some(value) => value,
-            None => return report::failure(format!("Error: {key} is not present in the metadata for {logical_id}")),
+            None => {
+                return report::failure(format!("Error: {key} is not present in the metadata for {logical_id}"));
+            }
         },
     };
     let text = match value {

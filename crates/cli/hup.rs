@@ -10,7 +10,13 @@ pub fn parser(prog: &str) -> Parser {
         prog: prog.to_string(),
         usage: "%prog [options]",
         options: vec![
-            Opt::value(Some('c'), "config", "config_path", "CONFIG_PATH", "The configuration directory (default: /etc/cfn)"),
+            Opt::value(
+                Some('c'),
+                "config",
+                "config_path",
+                "CONFIG_PATH",
+                "The configuration directory (default: /etc/cfn)",
+            ),
             Opt::flag(None, "no-daemon", "no_daemon", "Do not daemonize"),
             Opt::flag(Some('v'), "verbose", "verbose", "Enables verbose logging"),
         ],

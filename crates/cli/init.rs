@@ -12,7 +12,13 @@ pub fn parser(prog: &str) -> Parser {
         options: vec![
             options::stack(),
             options::resource(),
-            Opt::value(Some('c'), "configsets", "configsets", "CONFIGSETS", "An optional list of configSets (default: \"default\")"),
+            Opt::value(
+                Some('c'),
+                "configsets",
+                "configsets",
+                "CONFIGSETS",
+                "An optional list of configSets (default: \"default\")",
+            ),
             options::url(Some('u')),
             options::region(),
             options::verbose(),

@@ -8,8 +8,8 @@ mod get_metadata;
 mod hup;
 mod init;
 mod logging;
-mod optparse;
 mod options;
+mod optparse;
 mod report;
 mod signal;
 

@@ -12,7 +12,13 @@ pub fn stack() -> Opt {
 }
 
 pub fn resource() -> Opt {
-    Opt::value(Some('r'), "resource", "logical_resource_id", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
+    Opt::value(
+        Some('r'),
+        "resource",
+        "logical_resource_id",
+        "LOGICAL_RESOURCE_ID",
+        "A CloudFormation logical resource ID",
+    )
 }
 
 pub fn url(short: Option<char>) -> Opt {

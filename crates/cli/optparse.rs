@@ -37,7 +37,13 @@ impl Opt {
     pub const fn flag(short: Option<char>, long: &'static str, dest: &'static str, help: &'static str) -> Opt {
         Opt { short, long, dest, kind: Kind::Flag, metavar: None, help }
     }
-    pub const fn value(short: Option<char>, long: &'static str, dest: &'static str, metavar: &'static str, help: &'static str) -> Opt {
+    pub const fn value(
+        short: Option<char>,
+        long: &'static str,
+        dest: &'static str,
+        metavar: &'static str,
+        help: &'static str,
+    ) -> Opt {
         Opt { short, long, dest, kind: Kind::Value, metavar: Some(metavar), help }
     }
     pub const fn with_kind(mut self, kind: Kind) -> Opt {
@@ -97,6 +103,8 @@ impl Parsed {
             _ => None,
         }
     }
+    // Read by the tools with integer options (cfn-signal -e) as they are built.
+    #[allow(dead_code)]
     pub fn int(&self, dest: &str) -> Option<i64> {
         match self.values.get(dest) {
             Some(Value::Int(n)) => Some(*n),
@@ -228,7 +236,9 @@ impl Parser {
                         } else {
                             match rest.pop_front() {
                                 Some(v) => v,
-                                None => return self.error(&format!("{shown} option requires an argument")),
+                                None => {
+                                    return self.error(&format!("{shown} option requires an argument"));
+                                }
                             }
                         };
                         if let Err(message) = store(&mut parsed, option, &shown, value) {
@@ -537,7 +547,9 @@ mod tests {
         ];
         for (input, message) in cases {
             match parser().parse(&args(input)) {
-                Outcome::Error(text) => assert_eq!(text, format!("{USAGE}{message}\n"), "{input:?}"),
+                Outcome::Error(text) => {
+                    assert_eq!(text, format!("{USAGE}{message}\n"), "{input:?}")
+                }
                 other => panic!("{input:?} gave {other:?}"),
             }
         }
@@ -575,7 +587,10 @@ mod tests {
 
     #[test]
     fn text_wraps_like_textwrap() {
-        assert_eq!(wrap("The CloudFormation region. Default: us-east-1.", 20), ["The CloudFormation", "region. Default: us-", "east-1."]);
+        assert_eq!(
+            wrap("The CloudFormation region. Default: us-east-1.", 20),
+            ["The CloudFormation", "region. Default: us-", "east-1."]
+        );
         assert_eq!(wrap("Default: us-east-1.", 13), ["Default: us-", "east-1."]);
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
         assert_eq!(split_hyphenated("us-east-1"), ["us-", "east-1"]);

@@ -19,8 +19,14 @@ pub fn parser(prog: &str) -> Parser {
             )
             .with_kind(Kind::Choice(&["true", "false"])),
             Opt::value(Some('i'), "id", "id", "ID", "A unique ID to send with the signal"),
-            Opt::value(Some('e'), "exit-code", "exit_code", "EXIT_CODE", "Derive success or failure from specified exit code")
-                .with_kind(Kind::Int),
+            Opt::value(
+                Some('e'),
+                "exit-code",
+                "exit_code",
+                "EXIT_CODE",
+                "Derive success or failure from specified exit code",
+            )
+            .with_kind(Kind::Int),
         ],
         groups: vec![
             options::credentials_group(),
@@ -38,7 +44,13 @@ pub fn parser(prog: &str) -> Parser {
                 description: None,
                 options: vec![
                     Opt::value(None, "stack", "stack_name", "STACK_NAME", "A CloudFormation stack"),
-                    Opt::value(None, "resource", "logical_resource_id", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID"),
+                    Opt::value(
+                        None,
+                        "resource",
+                        "logical_resource_id",
+                        "LOGICAL_RESOURCE_ID",
+                        "A CloudFormation logical resource ID",
+                    ),
                     options::url(None),
                     options::region(),
                 ],

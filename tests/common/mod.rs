@@ -398,7 +398,9 @@ impl RecordingProxy {
                     }
                     let target = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
                     seen.lock().unwrap().push(target.clone());
-                    let Ok(upstream) = std::net::TcpStream::connect(&target) else { return };
+                    let Ok(upstream) = std::net::TcpStream::connect(&target) else {
+                        return;
+                    };
                     let mut client = client;
                     let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
                     let (mut up_read, mut up_write) = (upstream.try_clone().unwrap(), upstream);

@@ -3,7 +3,7 @@
 
 use crate::emulator::{self, Emulator};
 use crate::{cargo, workspace};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -32,7 +32,10 @@ pub fn run() -> Result<ExitCode> {
 
     step("Starting the local AWS emulator (CloudFormation + instance metadata, SigV4 checked)");
     let python = emulator::ensure_venv()?;
-    let emulator = Emulator::start(&python, &["--validate-sigv4".into(), "--credentials".into(), format!("{ACCESS_KEY}:{SECRET_KEY}")])?;
+    let emulator = Emulator::start(
+        &python,
+        &["--validate-sigv4".into(), "--credentials".into(), format!("{ACCESS_KEY}:{SECRET_KEY}")],
+    )?;
     println!("    listening at {}", emulator.url);
 
     step(&format!("Creating stack {STACK} with an instance whose metadata holds AWS::CloudFormation::Init"));
@@ -51,15 +54,24 @@ pub fn run() -> Result<ExitCode> {
     show(tool("cfn-get-metadata").args(["-s", STACK, "-r", "WebServer"]).args(keys))?;
 
     step("cfn-get-metadata -k: one value by its dotted path");
-    show(tool("cfn-get-metadata").args(["-s", STACK, "-r", "WebServer", "-k", "AWS::CloudFormation::Init.config.files"]).args(keys))?;
+    show(
+        tool("cfn-get-metadata")
+            .args(["-s", STACK, "-r", "WebServer", "-k", "AWS::CloudFormation::Init.config.files"])
+            .args(keys),
+    )?;
     show(tool("cfn-get-metadata").args(["-s", STACK, "-r", "WebServer", "-k", "App.listeners.0.port"]).args(keys))?;
 
     step("cfn-get-metadata with no credentials, as on an EC2 instance (signed with the instance identity)");
-    show(
-        tool("cfn-get-metadata")
-            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url)
-            .args(["-s", STACK, "-r", "WebServer", "-k", "App.greeting", "--url", &emulator.url]),
-    )?;
+    show(tool("cfn-get-metadata").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url).args([
+        "-s",
+        STACK,
+        "-r",
+        "WebServer",
+        "-k",
+        "App.greeting",
+        "--url",
+        &emulator.url,
+    ]))?;
 
     step("Errors look like the reference's");
     show(tool("cfn-get-metadata").args(["-s", STACK, "-r", "WebServer", "-k", "App.nope"]).args(keys))?;

@@ -1,7 +1,7 @@
 //! The local AWS emulator (tests/emulator): its Python environment and its process.
 
 use crate::workspace;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,7 +28,9 @@ pub fn ensure_venv() -> Result<PathBuf> {
     eprintln!("xtask: installing the emulator's Python environment in {} (about 30 s)", venv.display());
     let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
-    run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements))?;
+    run(Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
 }

@@ -4,9 +4,9 @@
 mod demo;
 mod emulator;
 
-use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use anyhow::{Context, Result, bail};
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 fn main() -> ExitCode {
@@ -88,8 +88,5 @@ fn test(extra: &[String]) -> Result<ExitCode> {
 
 /// The number just before `label` in `ok. 8 passed; 0 failed; …`.
 fn count_before(text: &str, label: &str) -> u64 {
-    text.find(label)
-        .and_then(|end| text[..end].rsplit([' ', '.']).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    text.find(label).and_then(|end| text[..end].rsplit([' ', '.']).next()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }

@@ -36,7 +36,9 @@ impl Error {
     pub fn verdict(&self) -> Verdict {
         match self {
             Error::Remote { status, code, sender_fault, .. } => {
-                if *status == 503 || matches!(code.as_str(), "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId") {
+                if *status == 503
+                    || matches!(code.as_str(), "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId")
+                {
                     Verdict::Throttled
                 } else if *sender_fault {
                     Verdict::Terminal
@@ -109,7 +111,8 @@ impl CloudFormation {
     /// Calls an action with retries and returns the decoded JSON answer. The reference
     /// sends `Version` only with DescribeStackResource and SignalResource.
     pub fn call(&self, action: &str, params: &[(&str, &str)], with_version: bool) -> Result<Value, Error> {
-        let mut query: Vec<(String, String)> = vec![("Action".into(), action.into()), ("ContentType".into(), "JSON".into())];
+        let mut query: Vec<(String, String)> =
+            vec![("Action".into(), action.into()), ("ContentType".into(), "JSON".into())];
         if with_version {
             query.push(("Version".into(), API_VERSION.into()));
         }
@@ -143,7 +146,8 @@ impl CloudFormation {
         let response = self.http.send("GET", &url, &headers, None).map_err(transport)?;
         let body: Option<Value> = serde_json::from_slice(&response.body).ok();
         if response.is_success() {
-            return body.ok_or_else(|| Error::Malformed { action: action.into(), reason: "the answer is not JSON".into() });
+            return body
+                .ok_or_else(|| Error::Malformed { action: action.into(), reason: "the answer is not JSON".into() });
         }
         Err(remote_error(response.status, body.as_ref(), &response.text()))
     }
@@ -163,7 +167,12 @@ fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
         },
         None => {
             let snippet: String = text.trim().lines().next().unwrap_or("").chars().take(200).collect();
-            Error::Remote { status, code: "Unknown".into(), message: format!("HTTP {status} {snippet}").trim_end().into(), sender_fault: false }
+            Error::Remote {
+                status,
+                code: "Unknown".into(),
+                message: format!("HTTP {status} {snippet}").trim_end().into(),
+                sender_fault: false,
+            }
         }
     }
 }
@@ -181,7 +190,10 @@ fn parse_detail(action: &str, answer: &Value) -> Result<StackResourceDetail, Err
         .and_then(|secs| DateTime::from_timestamp_micros((secs * 1e6).round() as i64))
         .ok_or_else(|| malformed("StackResourceDetail has no LastUpdatedTimestamp".into()))?;
     let metadata = match text("Metadata").filter(|m| !m.trim().is_empty()) {
-        Some(m) => Some(serde_json::from_str(&m).map_err(|e| malformed(format!("the resource's Metadata is not valid JSON: {e}")))?),
+        Some(m) => Some(
+            serde_json::from_str(&m)
+                .map_err(|e| malformed(format!("the resource's Metadata is not valid JSON: {e}")))?,
+        ),
         None => None,
     };
     Ok(StackResourceDetail {
@@ -241,12 +253,19 @@ mod tests {
         assert_eq!(serde_json::to_string(d.metadata.as_ref().unwrap()).unwrap(), r#"{"b":1,"a":{}}"#);
 
         let mut no_metadata = answer.clone();
-        no_metadata.pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail").unwrap()
-            .as_object_mut().unwrap().remove("Metadata");
+        no_metadata
+            .pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail")
+            .unwrap()
+            .as_object_mut()
+            .unwrap()
+            .remove("Metadata");
         assert_eq!(parse_detail("DescribeStackResource", &no_metadata).unwrap().metadata, None);
 
         let mut bad = answer.clone();
-        bad.pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail/Metadata").map(|m| *m = json!("{nope"));
-        assert!(parse_detail("DescribeStackResource", &bad).unwrap_err().to_string().contains("Metadata is not valid JSON"));
+        *bad.pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail/Metadata")
+            .unwrap() = json!("{nope");
+        assert!(
+            parse_detail("DescribeStackResource", &bad).unwrap_err().to_string().contains("Metadata is not valid JSON")
+        );
     }
 }

@@ -93,8 +93,7 @@ pub fn read_credential_file(path: &Path) -> Result<Credentials, CredentialFileEr
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(CredentialFileError::TooOpen);
     }
-    let text = std::fs::read(path)
-        .map_err(|source| CredentialFileError::Unreadable { path: shown, source })?;
+    let text = std::fs::read(path).map_err(|source| CredentialFileError::Unreadable { path: shown, source })?;
     let text = String::from_utf8_lossy(&text);
     let (mut access_key, mut secret_key) = (None, None);
     for line in text.lines().map(str::trim) {
@@ -117,9 +116,7 @@ pub fn resolve(options: &CredentialOptions, imds: &Imds) -> Result<Signer, Crede
         let c = read_credential_file(path)?;
         (Some(c.access_key), Some(c.secret_key), None)
     } else if let Some(role) = &options.role {
-        let c = imds
-            .role_credentials(role)
-            .map_err(|source| CredentialError::Role { role: role.clone(), source })?;
+        let c = imds.role_credentials(role).map_err(|source| CredentialError::Role { role: role.clone(), source })?;
         (Some(c.access_key), Some(c.secret_key), c.session_token)
     } else if options.access_key.is_some() || options.secret_key.is_some() {
         (options.access_key.clone(), options.secret_key.clone(), None)
@@ -173,9 +170,18 @@ mod tests {
         let other_exec = file_with(0o601, "AWSAccessKeyId=a\nAWSSecretKey=b\n");
         let spaced = file_with(0o600, "AWSAccessKeyId = a\nAWSSecretKey=b\n");
         let cases = [
-            (open.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
-            (group_read.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
-            (other_exec.path().to_path_buf(), "Credential file cannot be accessible by group or other. Please chmod 600 the credential file."),
+            (
+                open.path().to_path_buf(),
+                "Credential file cannot be accessible by group or other. Please chmod 600 the credential file.",
+            ),
+            (
+                group_read.path().to_path_buf(),
+                "Credential file cannot be accessible by group or other. Please chmod 600 the credential file.",
+            ),
+            (
+                other_exec.path().to_path_buf(),
+                "Credential file cannot be accessible by group or other. Please chmod 600 the credential file.",
+            ),
             (spaced.path().to_path_buf(), "Credential file must contain the keys 'AWSAccessKeyId' and 'AWSSecretKey'"),
             (PathBuf::from("/nonexistent/creds"), "Credential file was not found at /nonexistent/creds"),
             (PathBuf::from("/tmp"), "Credential file was not found at /tmp"),

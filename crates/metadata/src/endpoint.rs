@@ -88,9 +88,17 @@ impl Endpoints {
     /// The legacy global S3 hostnames, all in us-east-1; SQS uses the regional
     /// `sqs.<region>` names unless a document lists others.
     pub fn builtin() -> Endpoints {
-        let s3 = |hostname: &str, default| ServiceEndpoint { region: "us-east-1".into(), hostname: hostname.into(), default };
+        let s3 = |hostname: &str, default| ServiceEndpoint {
+            region: "us-east-1".into(),
+            hostname: hostname.into(),
+            default,
+        };
         Endpoints {
-            s3: vec![s3("s3.amazonaws.com", true), s3("s3-external-1.amazonaws.com", false), s3("s3-external-2.amazonaws.com", false)],
+            s3: vec![
+                s3("s3.amazonaws.com", true),
+                s3("s3-external-1.amazonaws.com", false),
+                s3("s3-external-2.amazonaws.com", false),
+            ],
             sqs: Vec::new(),
         }
     }
@@ -113,7 +121,9 @@ impl Endpoints {
     pub fn parse(text: &str) -> Result<Endpoints, String> {
         let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         let service = |name: &str| -> Result<Vec<ServiceEndpoint>, String> {
-            let Some(list) = doc.pointer(&format!("/Services/{name}/Endpoints")) else { return Ok(Vec::new()) };
+            let Some(list) = doc.pointer(&format!("/Services/{name}/Endpoints")) else {
+                return Ok(Vec::new());
+            };
             let list = list.as_array().ok_or_else(|| format!("Services.{name}.Endpoints must be a list"))?;
             list.iter()
                 .map(|e| {
@@ -149,7 +159,10 @@ mod endpoints_tests {
     #[test]
     fn builtin_document_and_sqs_defaults() {
         let e = Endpoints::builtin();
-        assert_eq!(e.s3.iter().filter(|x| x.default).map(|x| x.hostname.as_str()).collect::<Vec<_>>(), ["s3.amazonaws.com"]);
+        assert_eq!(
+            e.s3.iter().filter(|x| x.default).map(|x| x.hostname.as_str()).collect::<Vec<_>>(),
+            ["s3.amazonaws.com"]
+        );
         assert_eq!(e.sqs_url("eu-west-1"), "https://sqs.eu-west-1.amazonaws.com");
         assert_eq!(e.sqs_url("cn-north-1"), "https://sqs.cn-north-1.amazonaws.com.cn");
     }

@@ -82,7 +82,13 @@ pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
     if host.is_empty() {
         return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
     }
-    let path_and_query = if path.starts_with('?') { format!("/{path}") } else if path.is_empty() { "/".into() } else { path.into() };
+    let path_and_query = if path.starts_with('?') {
+        format!("/{path}")
+    } else if path.is_empty() {
+        "/".into()
+    } else {
+        path.into()
+    };
     Ok(UrlParts { scheme: scheme.to_ascii_lowercase(), netloc, host, port, path_and_query })
 }
 
@@ -98,7 +104,13 @@ impl HttpClient {
     }
 
     /// Sends one request (no retries here) and reads the whole response.
-    pub fn send(&self, method: &str, url: &str, headers: &[(&str, String)], body: Option<&[u8]>) -> Result<Response, TransportError> {
+    pub fn send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Response, TransportError> {
         let parts = split_url(url)?;
         let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
         let agent = self.agent(proxy, parts.scheme == "https")?;
@@ -108,8 +120,14 @@ impl HttpClient {
             request = request.header(*name, value.as_str());
         }
         let result = match body {
-            Some(bytes) => request.body(bytes.to_vec()).map_err(|e| TransportError::config(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
-            None => request.body(()).map_err(|e| TransportError::config(e.to_string())).and_then(|r| agent.run(r).map_err(describe)),
+            Some(bytes) => request
+                .body(bytes.to_vec())
+                .map_err(|e| TransportError::config(e.to_string()))
+                .and_then(|r| agent.run(r).map_err(describe)),
+            None => request
+                .body(())
+                .map_err(|e| TransportError::config(e.to_string()))
+                .and_then(|r| agent.run(r).map_err(describe)),
         };
         let mut response = result?;
         let status = response.status().as_u16();
@@ -131,7 +149,10 @@ impl HttpClient {
             return Ok(agent.clone());
         }
         let proxy = match &key.0 {
-            Some(url) => Some(ureq::Proxy::new(url).map_err(|e| TransportError::config(format!("Invalid proxy {}: {e}", redact_userinfo(url))))?),
+            Some(url) => Some(
+                ureq::Proxy::new(url)
+                    .map_err(|e| TransportError::config(format!("Invalid proxy {}: {e}", redact_userinfo(url))))?,
+            ),
             None => None,
         };
         let mut config = ureq::Agent::config_builder()
@@ -178,11 +199,15 @@ const SECRET_QUERY_KEYS: &[&str] =
 /// Masks presigned-URL signatures, credentials and tokens, and userinfo.
 pub fn redact_url(url: &str) -> String {
     let url = redact_userinfo(url);
-    let Some((base, query)) = url.split_once('?') else { return url };
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
     let query = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((k, _)) if SECRET_QUERY_KEYS.contains(&k.to_ascii_lowercase().as_str()) => format!("{k}=REDACTED"),
+            Some((k, _)) if SECRET_QUERY_KEYS.contains(&k.to_ascii_lowercase().as_str()) => {
+                format!("{k}=REDACTED")
+            }
             _ => pair.to_string(),
         })
         .collect::<Vec<_>>()
@@ -191,7 +216,9 @@ pub fn redact_url(url: &str) -> String {
 }
 
 fn redact_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     match rest[..end].rsplit_once('@') {
         Some((_, host)) => format!("{scheme}://REDACTED@{host}{}", &rest[end..]),
@@ -206,11 +233,15 @@ mod tests {
     #[test]
     fn splits_urls() {
         let p = split_url("http://127.0.0.1:5000").unwrap();
-        assert_eq!((p.scheme.as_str(), p.netloc.as_str(), p.host.as_str(), p.port, p.path_and_query.as_str()),
-            ("http", "127.0.0.1:5000", "127.0.0.1", Some(5000), "/"));
+        assert_eq!(
+            (p.scheme.as_str(), p.netloc.as_str(), p.host.as_str(), p.port, p.path_and_query.as_str()),
+            ("http", "127.0.0.1:5000", "127.0.0.1", Some(5000), "/")
+        );
         let p = split_url("HTTPS://user:pw@cloudformation.us-east-1.amazonaws.com/a/b?x=1").unwrap();
-        assert_eq!((p.scheme.as_str(), p.netloc.as_str(), p.port, p.path_and_query.as_str()),
-            ("https", "cloudformation.us-east-1.amazonaws.com", None, "/a/b?x=1"));
+        assert_eq!(
+            (p.scheme.as_str(), p.netloc.as_str(), p.port, p.path_and_query.as_str()),
+            ("https", "cloudformation.us-east-1.amazonaws.com", None, "/a/b?x=1")
+        );
         let p = split_url("http://[::1]:8080/x").unwrap();
         assert_eq!((p.host.as_str(), p.port), ("[::1]", Some(8080)));
         assert!(split_url("not a url").is_err());

@@ -91,7 +91,12 @@ impl Imds {
             disabled,
             agent: config.into(),
             retry,
-            session: Mutex::new(Session { reachability: Reachability::Unknown, token: None, instance_id: None, identity_header: None }),
+            session: Mutex::new(Session {
+                reachability: Reachability::Unknown,
+                token: None,
+                instance_id: None,
+                identity_header: None,
+            }),
         }
     }
 
@@ -154,10 +159,17 @@ impl Imds {
         if self.session().reachability == Reachability::Unreachable {
             return Err(ImdsError::Unreachable);
         }
-        retry::run(&self.retry, &format!("IMDS GET {path}"), || self.attempt(path), |e| match e {
-            ImdsError::Failed { .. } if self.session().reachability == Reachability::Reachable => Verdict::Retriable,
-            _ => Verdict::Terminal,
-        })
+        retry::run(
+            &self.retry,
+            &format!("IMDS GET {path}"),
+            || self.attempt(path),
+            |e| match e {
+                ImdsError::Failed { .. } if self.session().reachability == Reachability::Reachable => {
+                    Verdict::Retriable
+                }
+                _ => Verdict::Terminal,
+            },
+        )
     }
 
     fn attempt(&self, path: &str) -> Result<String, ImdsError> {
@@ -175,7 +187,9 @@ impl Imds {
                 self.session().token = None;
                 Err(ImdsError::Failed { path: path.to_string(), reason: "401 Unauthorized".into() })
             }
-            Outcome::Status(code, _) => Err(ImdsError::Failed { path: path.to_string(), reason: format!("HTTP {code}") }),
+            Outcome::Status(code, _) => {
+                Err(ImdsError::Failed { path: path.to_string(), reason: format!("HTTP {code}") })
+            }
             Outcome::Timeout => Err(ImdsError::Failed { path: path.to_string(), reason: "timed out".into() }),
             Outcome::NoConnection(reason) => Err(ImdsError::Failed { path: path.to_string(), reason }),
         }

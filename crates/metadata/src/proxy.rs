@@ -16,7 +16,13 @@ pub struct ProxyOptions {
 }
 
 /// The proxy URL to use for a request to `scheme://host[:port]`, if any.
-pub fn choose(scheme: &str, host: &str, port: Option<u16>, cli: &ProxyOptions, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+pub fn choose(
+    scheme: &str,
+    host: &str,
+    port: Option<u16>,
+    cli: &ProxyOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     let https = scheme.eq_ignore_ascii_case("https");
     let from_cli = if https { &cli.https_proxy } else { &cli.http_proxy };
     if let Some(proxy) = from_cli.as_ref().filter(|p| !p.is_empty()) {
@@ -56,8 +62,12 @@ pub fn bypasses(no_proxy: &str, host: &str, port: Option<u16>) -> bool {
 }
 
 fn in_cidr(ip: Ipv4Addr, entry: &str) -> bool {
-    let Some((net, bits)) = entry.split_once('/') else { return false };
-    let (Ok(net), Ok(bits)) = (net.parse::<Ipv4Addr>(), bits.parse::<u32>()) else { return false };
+    let Some((net, bits)) = entry.split_once('/') else {
+        return false;
+    };
+    let (Ok(net), Ok(bits)) = (net.parse::<Ipv4Addr>(), bits.parse::<u32>()) else {
+        return false;
+    };
     if bits > 32 {
         return false;
     }
@@ -79,7 +89,10 @@ mod tests {
         let cli = ProxyOptions { http_proxy: None, https_proxy: Some("http://cli:8080".into()) };
         assert_eq!(choose("https", "example.com", None, &cli, &env), Some("http://cli:8080".into()));
         assert_eq!(choose("https", "example.com", None, &ProxyOptions::default(), &env), None);
-        assert_eq!(choose("https", "other.org", None, &ProxyOptions::default(), &env), Some("http://envproxy:3128".into()));
+        assert_eq!(
+            choose("https", "other.org", None, &ProxyOptions::default(), &env),
+            Some("http://envproxy:3128".into())
+        );
         // The http proxy is not used for https requests and vice versa.
         assert_eq!(choose("http", "other.org", None, &ProxyOptions::default(), &env), None);
         assert_eq!(choose("http", "x", None, &cli, &env), None);

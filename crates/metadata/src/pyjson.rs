@@ -149,8 +149,7 @@ mod tests {
 
     #[test]
     fn pretty_matches_python3_indent_4() {
-        let v: Value =
-            serde_json::from_str(r#"{"b": [1, {"x": null}], "a": "é", "e": {}, "l": []}"#).unwrap();
+        let v: Value = serde_json::from_str(r#"{"b": [1, {"x": null}], "a": "é", "e": {}, "l": []}"#).unwrap();
         assert_eq!(
             to_pretty(&v),
             "{\n    \"b\": [\n        1,\n        {\n            \"x\": null\n        }\n    ],\n    \"a\": \"\\u00e9\",\n    \"e\": {},\n    \"l\": []\n}"

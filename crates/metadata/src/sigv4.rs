@@ -158,10 +158,8 @@ mod tests {
     #[test]
     fn signature_matches_aws_documentation_example() {
         // The ListUsers example of the SigV4 documentation.
-        let query = vec![
-            ("Action".to_string(), "ListUsers".to_string()),
-            ("Version".to_string(), "2010-05-08".to_string()),
-        ];
+        let query =
+            vec![("Action".to_string(), "ListUsers".to_string()), ("Version".to_string(), "2010-05-08".to_string())];
         let headers = [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8".to_string())];
         let request = Request {
             method: "GET",
@@ -195,10 +193,7 @@ mod tests {
 
     #[test]
     fn query_encoding_is_rfc3986() {
-        let q = vec![
-            ("b".to_string(), "a b/c~".to_string()),
-            ("a".to_string(), "é&=".to_string()),
-        ];
+        let q = vec![("b".to_string(), "a b/c~".to_string()), ("a".to_string(), "é&=".to_string())];
         assert_eq!(canonical_query(&q), "a=%C3%A9%26%3D&b=a%20b%2Fc~");
     }
 }
