@@ -295,18 +295,11 @@ impl Emulator {
     }
 
     fn client(&self) -> cfn_metadata::CloudFormation {
-        let options = cfn_metadata::ApiOptions {
-            credentials: cfn_metadata::CredentialOptions {
-                access_key: Some(ACCESS_KEY.into()),
-                secret_key: Some(SECRET_KEY.into()),
-                ..Default::default()
-            },
-            region: "us-east-1".into(),
-            url: Some(self.url.clone()),
-            ..Default::default()
-        };
-        let imds = cfn_metadata::Imds::new("http://127.0.0.1:1", true, cfn_metadata::retry::Policy::IMDS);
-        cfn_metadata::cloudformation_client(&options, std::sync::Arc::new(imds)).unwrap()
+        cfn_metadata::client_with_keys(
+            &self.url,
+            "us-east-1",
+            cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None),
+        )
     }
 
     /// Creates a stack from a JSON template and returns its name.

@@ -134,18 +134,8 @@ fn create_stack(url: &str) -> Result<()> {
             "Nothing": {"Type": "AWS::CloudFormation::WaitConditionHandle"}
         }
     });
-    let options = cfn_metadata::ApiOptions {
-        credentials: cfn_metadata::CredentialOptions {
-            access_key: Some(ACCESS_KEY.into()),
-            secret_key: Some(SECRET_KEY.into()),
-            ..Default::default()
-        },
-        region: "us-east-1".into(),
-        url: Some(url.into()),
-        ..Default::default()
-    };
-    let imds = cfn_metadata::Imds::new("http://127.0.0.1:1", true, cfn_metadata::retry::Policy::IMDS);
-    let client = cfn_metadata::cloudformation_client(&options, std::sync::Arc::new(imds))?;
+    let client =
+        cfn_metadata::client_with_keys(url, "us-east-1", cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
     client.call("CreateStack", &[("StackName", STACK), ("TemplateBody", &template.to_string())], true)?;
     println!("    {STACK}: CREATE_COMPLETE");
     Ok(())

@@ -50,3 +50,11 @@ pub fn cloudformation_client(options: &ApiOptions, imds: Arc<Imds>) -> Result<Cl
     let endpoint = endpoint::cloudformation_url(&options.region, options.url.as_deref());
     Ok(CloudFormation::new(endpoint, &options.region, signer, http, imds))
 }
+
+/// A client signing with fixed keys and no instance metadata at all: for tools and
+/// tests that manage stacks rather than run on an instance.
+pub fn client_with_keys(url: &str, region: &str, credentials: Credentials) -> CloudFormation {
+    let http = Arc::new(http::HttpClient::new(ProxyOptions::default(), api_user_agent()));
+    let imds = Arc::new(Imds::new("http://127.0.0.1:1", true, retry::Policy::IMDS));
+    CloudFormation::new(endpoint::cloudformation_url(region, Some(url)), region, Signer::SigV4(credentials), http, imds)
+}
