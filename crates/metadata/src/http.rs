@@ -11,6 +11,11 @@ use std::time::Duration;
 /// Each attempt of an API call, download or signal ends within this bound (NET-04).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Downloads (`HttpClient::stream`) wait this long for the response headers …
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+/// … and this long for the whole body: a file may be large, so the 60 s bound of API
+/// calls does not fit, but a stalled transfer must still end some time (WEAK-timeout).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// A response read in full.
 #[derive(Debug, Clone)]
@@ -95,7 +100,84 @@ pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
 pub struct HttpClient {
     proxies: ProxyOptions,
     user_agent: String,
-    agents: Mutex<HashMap<(Option<String>, bool), ureq::Agent>>,
+    agents: Mutex<HashMap<AgentKey, ureq::Agent>>,
+}
+
+/// Agents differ by proxy, by whether they need the trust store, and by kind: API calls
+/// (whole-response, 60 s bound, redirects followed) or streams (no redirects followed,
+/// download timeouts).
+type AgentKey = (Option<String>, bool, bool);
+
+/// A response whose body is still to be read, from `HttpClient::stream`.
+pub struct StreamingResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    url: String,
+    body: ureq::Body,
+}
+
+/// Why copying a streamed body failed: the connection, or the destination.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("{0}")]
+    Read(TransportError),
+    #[error("{0}")]
+    Write(std::io::Error),
+}
+
+impl StreamingResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// Copies the body into `writer` in 64 KiB pieces, never holding it whole; returns
+    /// the number of bytes copied. A connection closed before `Content-Length` bytes
+    /// (or before the last chunk) is a read error.
+    pub fn copy_to(&mut self, writer: &mut dyn std::io::Write) -> Result<u64, BodyError> {
+        use std::io::Read;
+        let mut reader = self.body.as_reader();
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = match reader.read(&mut buffer) {
+                Ok(0) => return Ok(total),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(BodyError::Read(TransportError::new(read_reason(&e)))),
+            };
+            writer.write_all(&buffer[..n]).map_err(BodyError::Write)?;
+            total += n as u64;
+        }
+    }
+
+    /// The first `limit` bytes of the body as text (for error answers), also written to
+    /// the wire log as the reference logs failed responses.
+    pub fn text(&mut self, limit: u64) -> String {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        // A broken error body still leaves the status to report: read what arrives.
+        let _ = self.body.as_reader().take(limit).read_to_end(&mut bytes);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        tracing::debug!(target: "cfn_wire", "Response error: {text}");
+        text
+    }
+
+    /// The URL this response answers (as requested; redirects are not followed).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+fn read_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::TimedOut => "Read timed out".to_string(),
+        std::io::ErrorKind::UnexpectedEof => format!("Connection broken: {e}"),
+        _ => e.to_string(),
+    }
 }
 
 impl HttpClient {
@@ -142,9 +224,42 @@ impl HttpClient {
         Ok(response)
     }
 
+    /// Sends one request without a body and returns as soon as the status and headers
+    /// have arrived; the body is read by the caller (downloads, NET-07: the same proxies
+    /// as every other request). Redirects are returned, not followed, so that the caller
+    /// decides which credentials the next hop gets. The wire log gets the response line.
+    pub fn stream(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<StreamingResponse, TransportError> {
+        let parts = split_url(url)?;
+        let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
+        let agent = self.agent_of_kind(proxy, parts.scheme == "https", true)?;
+        let mut request = ureq::http::Request::builder().method(method).uri(url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        let request = request.body(()).map_err(|e| TransportError::config(e.to_string()))?;
+        let response = agent.run(request).map_err(describe)?;
+        let status = response.status().as_u16();
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect();
+        log_wire_head(url, status, &headers);
+        Ok(StreamingResponse { status, headers, url: url.to_string(), body: response.into_body() })
+    }
+
     fn agent(&self, proxy: Option<String>, https: bool) -> Result<ureq::Agent, TransportError> {
+        self.agent_of_kind(proxy, https, false)
+    }
+
+    fn agent_of_kind(&self, proxy: Option<String>, https: bool, stream: bool) -> Result<ureq::Agent, TransportError> {
         let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (proxy, https);
+        let key = (proxy, https, stream);
         if let Some(agent) = agents.get(&key) {
             return Ok(agent.clone());
         }
@@ -159,8 +274,12 @@ impl HttpClient {
             .http_status_as_error(false)
             .proxy(proxy)
             .user_agent(self.user_agent.as_str())
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_global(Some(ATTEMPT_TIMEOUT));
+            .timeout_connect(Some(CONNECT_TIMEOUT));
+        config = if stream {
+            config.max_redirects(0).timeout_recv_response(Some(RESPONSE_TIMEOUT)).timeout_recv_body(Some(BODY_TIMEOUT))
+        } else {
+            config.timeout_global(Some(ATTEMPT_TIMEOUT))
+        };
         if https {
             // Only HTTPS needs the trust store, so plain-HTTP calls never read it.
             let roots = tls::root_certs().map_err(TransportError::config)?;
@@ -186,11 +305,15 @@ fn describe(error: ureq::Error) -> TransportError {
 /// `Response: <status> <url> [headers: {...}]`, and the body of failures, as the
 /// reference's wire log has them; signatures and tokens in query strings are masked.
 fn log_wire(url: &str, response: &Response) {
-    let headers = response.headers.iter().map(|(n, v)| format!("'{n}': '{v}'")).collect::<Vec<_>>().join(", ");
-    tracing::debug!(target: "cfn_wire", "Response: {} {} [headers: {{{headers}}}]", response.status, redact_url(url));
+    log_wire_head(url, response.status, &response.headers);
     if !response.is_success() {
         tracing::debug!(target: "cfn_wire", "Response error: {}", response.text());
     }
+}
+
+fn log_wire_head(url: &str, status: u16, headers: &[(String, String)]) {
+    let headers = headers.iter().map(|(n, v)| format!("'{n}': '{v}'")).collect::<Vec<_>>().join(", ");
+    tracing::debug!(target: "cfn_wire", "Response: {status} {} [headers: {{{headers}}}]", redact_url(url));
 }
 
 const SECRET_QUERY_KEYS: &[&str] =

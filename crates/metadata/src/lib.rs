@@ -5,8 +5,10 @@
 //! Libraries never print; they return typed errors and emit `tracing` events that the
 //! binary writes to the reference's log files.
 
+pub mod auth;
 pub mod cfn;
 pub mod credentials;
+pub mod download;
 pub mod endpoint;
 pub mod http;
 pub mod imds;
@@ -15,14 +17,17 @@ pub mod paths;
 pub mod proxy;
 pub mod pyjson;
 pub mod retry;
+pub mod s3url;
 pub mod sigv4;
 pub mod source;
 pub mod tls;
 
 use std::sync::Arc;
 
+pub use auth::Authentication;
 pub use cfn::{CloudFormation, StackResourceDetail};
 pub use credentials::{CredentialError, CredentialOptions, Credentials, Signer};
+pub use download::{DownloadError, DownloadInfo, Downloader};
 pub use imds::Imds;
 pub use proxy::ProxyOptions;
 
