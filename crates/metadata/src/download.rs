@@ -151,7 +151,15 @@ impl Downloader {
     fn attempt(&self, url: &str, named: Option<&str>, dest: &mut std::fs::File) -> Result<DownloadInfo, DownloadError> {
         dest.set_len(0).map_err(DownloadError::Write)?;
         dest.seek(SeekFrom::Start(0)).map_err(DownloadError::Write)?;
-        let source_host = http::split_url(url).map_err(DownloadError::Transport)?.host;
+        let source = http::split_url(url).map_err(DownloadError::Transport)?;
+        if source.scheme != "http" && source.scheme != "https" {
+            // No retry can fix this (an `ftp://` source, a typo).
+            return Err(DownloadError::Transport(TransportError::config(format!(
+                "Unsupported URL scheme {}",
+                source.scheme
+            ))));
+        }
+        let source_host = source.host;
         let mut current = strip_fragment(url).to_string();
         let mut region_fix: Option<String> = None;
         for _ in 0..=MAX_REDIRECTS {
@@ -485,6 +493,24 @@ mod tests {
         }
         assert_eq!(DownloadError::Transport(TransportError::new("reset")).verdict(), Verdict::Retriable);
         assert_eq!(DownloadError::Transport(TransportError::config("bad url")).verdict(), Verdict::Terminal);
+    }
+
+    #[test]
+    fn unsupported_urls_fail_at_once_without_a_request() {
+        let http = Arc::new(HttpClient::new(Default::default(), "test"));
+        let imds = Arc::new(Imds::new("http://127.0.0.1:1", true, Policy::IMDS));
+        let fail_on_retry =
+            Policy { max_tries: 5, throttled_budget: std::time::Duration::ZERO, sleep: |_| panic!("retried") };
+        let d = Downloader::new(http, imds, Authentication::default(), Endpoints::builtin()).with_retry(fail_on_retry);
+        let mut file = tempfile::tempfile().unwrap();
+        for (url, reason) in [
+            ("ftp://example.com/f", "Unsupported URL scheme ftp"),
+            ("no scheme", "Invalid URL: no scheme"),
+            ("http:///path", "Invalid URL (no host): http:///path"),
+        ] {
+            let err = d.download_to(url, None, &mut file).unwrap_err();
+            assert_eq!(err.to_string(), reason);
+        }
     }
 
     #[test]
