@@ -1,9 +1,24 @@
-//! `cfn-init` (SPEC §9–10): its command line is in place; the build engine lands with
-//! the configsets crate.
+//! `cfn-init` (SPEC §9–11): reads the metadata from a stack resource, a file or stdin,
+//! keeps a private copy in `/var/lib/cfn-init/data/metadata.json`, and runs the
+//! requested configSets of its `AWS::CloudFormation::Init`.
 
-use crate::optparse::{Opt, Parser};
-use crate::{options, report};
+use crate::optparse::{Opt, Parsed, Parser};
+use crate::{logging, options, report};
+use cfn_configsets::{BuildError, Environment, Fetch};
+use cfn_metadata::auth::Authentication;
+use cfn_metadata::download::Downloader;
+use cfn_metadata::endpoint::Endpoints;
+use cfn_metadata::http::HttpClient;
+use cfn_metadata::source::{self, MetadataSource};
+use cfn_metadata::{Imds, credentials, paths, pyjson};
+use serde_json::Value;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+const INIT_KEY: &str = "AWS::CloudFormation::Init";
+const AUTH_KEY: &str = "AWS::CloudFormation::Authentication";
 
 pub fn parser(prog: &str) -> Parser {
     Parser {
@@ -28,8 +43,149 @@ pub fn parser(prog: &str) -> Parser {
 }
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
-    match report::parse(&parser(prog), args) {
-        Ok(_) => report::not_implemented(prog),
-        Err(code) => code,
+    let parser = parser(prog);
+    let parsed = match report::parse(&parser, args) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
+
+    let source = match metadata_source(&parsed) {
+        Ok(source) => source,
+        Err(message) => return report::usage_failure(&parser, message),
+    };
+    let api = options::api_options(&parsed);
+    let imds = Arc::new(Imds::from_env());
+    let metadata = match read_metadata(&source, &api, &imds) {
+        Ok(metadata) => metadata,
+        Err(code) => return code,
+    };
+    store_metadata(&metadata);
+
+    let init = match metadata.get(INIT_KEY) {
+        Some(init) if cfn_configsets::boolish::is_truthy(init) => init,
+        _ => {
+            let place = match &source {
+                MetadataSource::Stack { logical_id, .. } => format!("metadata for {logical_id}"),
+                MetadataSource::File(path) => path.display().to_string(),
+                MetadataSource::Stdin => "stdin input".to_string(),
+            };
+            eprintln!("Could not find '{INIT_KEY}' key in {place}.");
+            return ExitCode::SUCCESS;
+        }
+    };
+    let requested = cfn_configsets::configsets::requested(parsed.text("configsets").as_deref());
+    let http = Arc::new(HttpClient::new(api.proxies.clone(), concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION"))));
+    let endpoints = match Endpoints::load() {
+        Ok(endpoints) => endpoints,
+        Err(e) => return report::failure(e),
+    };
+    let authentication = Authentication::parse(metadata.get(AUTH_KEY).unwrap_or(&Value::Null));
+    let downloads = DownloadFetch(Downloader::new(http, imds, authentication, endpoints));
+    let result = match init.as_object() {
+        Some(init) => cfn_configsets::build(init, &requested, &Environment { fetch: &downloads }),
+        None => {
+            Err(BuildError::new(format!("{INIT_KEY} must be an object, not {}", cfn_configsets::model::kind(init))))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error occurred during build: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
+fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
+    let positionals: Vec<&String> = parsed.positionals.iter().filter(|p| !p.is_empty()).collect();
+    let stack = parsed.text("stack_name").filter(|s| !s.is_empty());
+    let resource = parsed.text("logical_resource_id").filter(|s| !s.is_empty());
+    if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
+        return Err("You cannot specify more than one input source for metadata");
+    }
+    if let Some(file) = positionals.first() {
+        return Ok(if *file == "-" { MetadataSource::Stdin } else { MetadataSource::File(file.into()) });
+    }
+    match (stack, resource) {
+        (Some(stack), Some(logical_id)) => Ok(MetadataSource::Stack { stack, logical_id }),
+        (None, None) => {
+            Err("You must specify an input source for metadata: a stack name and logical resource id, or a file")
+        }
+        _ => Err("You must specify both a stack name and logical resource id"),
+    }
+}
+
+fn read_metadata(source: &MetadataSource, api: &cfn_metadata::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
+    let client = match source {
+        MetadataSource::Stack { .. } => {
+            Some(cfn_metadata::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
+        }
+        // The reference checks the credential options even when it reads a file.
+        _ => {
+            check_credential_options(&api.credentials, imds).map_err(|e| report::credential_failure(&e))?;
+            None
+        }
+    };
+    source::fetch(source, client.as_ref()).map_err(|e| match e {
+        source::SourceError::NoMetadata(_) => report::failure(format!("Error: {e}")),
+        other => report::failure(other),
+    })
+}
+
+fn check_credential_options(
+    options: &cfn_metadata::CredentialOptions,
+    imds: &Imds,
+) -> Result<(), credentials::CredentialError> {
+    if let Some(path) = &options.credential_file {
+        credentials::read_credential_file(path)?;
+    } else if let Some(role) = &options.role {
+        imds.role_credentials(role)
+            .map_err(|source| credentials::CredentialError::Role { role: role.clone(), source })?;
+    }
+    Ok(())
+}
+
+/// `/var/lib/cfn-init/data/metadata.json` (INIT-CLI-06, STATE-01, STATE-03): the whole
+/// metadata, pretty-printed, readable by root only because it can hold secrets.
+fn store_metadata(metadata: &Value) {
+    let state = paths::lib_dir().join("cfn-init");
+    let data = state.join("data");
+    let created = std::fs::create_dir_all(paths::lib_dir())
+        .and_then(|_| match std::fs::DirBuilder::new().mode(0o700).create(&state) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+            _ => std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)),
+        })
+        .and_then(|_| std::fs::create_dir_all(&data));
+    if created.is_err() {
+        let message = format!("Could not create {} to store metadata", data.display());
+        tracing::error!("{message}");
+        eprintln!("{message}");
+        return;
+    }
+    let target = data.join("metadata.json");
+    let temp = data.join(format!(".metadata.json.{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(pyjson::to_pretty(metadata).as_bytes()))
+        .and_then(|_| std::fs::rename(&temp, &target));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        tracing::error!("Could not write {}: {e}", target.display());
+    }
+}
+
+/// Downloads for `files` through the metadata crate, with the metadata's
+/// AWS::CloudFormation::Authentication applied.
+struct DownloadFetch(Downloader);
+
+impl Fetch for DownloadFetch {
+    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut std::fs::File) -> Result<(), String> {
+        self.0.download_to(url, authentication, dest).map(drop).map_err(|e| e.to_string())
     }
 }

@@ -1,1 +1,20 @@
-//! placeholder
+//! AWS::CloudFormation::Init: the typed model parsed once from the metadata, configSet
+//! resolution, and the engine that applies each config's sections in the reference's
+//! order (SPEC §10).
+//!
+//! Libraries never print: the engine logs through `tracing` (the main log, and the
+//! command log under the target `cfn_cmd`) and returns a `BuildError` whose text the
+//! binary prints as `Error occurred during build: <text>`.
+
+pub mod boolish;
+pub mod changes;
+pub mod commands;
+pub mod configsets;
+pub mod engine;
+pub mod files;
+pub mod model;
+pub mod mustache;
+pub mod process;
+pub mod users;
+
+pub use engine::{BuildError, Environment, Fetch, build};

@@ -1,0 +1,167 @@
+//! The build: resolve configSets, then run each requested configSet's configs, each
+//! config's sections in the reference's order (INIT-CS-06, INIT-CS-07), logging what the
+//! reference logs to `cfn-init.log` and `cfn-init-cmd.log` (LOG-05, §8.3).
+
+use crate::changes::ChangeRecord;
+use crate::configsets;
+use crate::model::{self, ModelError};
+use crate::{commands, files};
+use serde_json::{Map, Value};
+use std::fs::File;
+
+/// Where downloads come from: `files` `source` URLs (and later `sources` archives),
+/// with the AWS::CloudFormation::Authentication rules applied by the implementation.
+pub trait Fetch {
+    /// Writes the body of `url` into `dest` (from its start). `authentication` names
+    /// the block a file asked for. The error is the reason only.
+    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String>;
+}
+
+/// What the build needs from the outside world.
+pub struct Environment<'a> {
+    pub fetch: &'a dyn Fetch,
+}
+
+/// A failed build. The binary prints `Error occurred during build: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BuildError {
+    pub message: String,
+    /// The config that failed, when one did (the log names it).
+    pub config: Option<String>,
+}
+
+impl BuildError {
+    pub fn new(message: impl Into<String>) -> BuildError {
+        BuildError { message: message.into(), config: None }
+    }
+}
+
+impl From<ModelError> for BuildError {
+    fn from(e: ModelError) -> Self {
+        BuildError::new(e.0)
+    }
+}
+
+/// `text` centred in 60 columns of `fill`, like Python's `str.center`.
+pub fn banner(text: &str, fill: char) -> String {
+    let width = 60usize;
+    let len = text.chars().count();
+    if len >= width {
+        return text.to_string();
+    }
+    let margin = width - len;
+    let left = margin / 2 + (margin & width & 1);
+    let fill_str = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+    format!("{}{text}{}", fill_str(left), fill_str(margin - left))
+}
+
+pub(crate) fn cmd_log(message: &str) {
+    tracing::info!(target: "cfn_cmd", "{message}");
+}
+
+/// Runs the build for the `AWS::CloudFormation::Init` value `init`, running the
+/// configSets named in `requested` in that order.
+pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
+    tracing::info!("{}", banner("Starting build", '-'));
+    tracing::debug!("Not setting a reboot trigger as scheduling support is not available");
+    let result = run(init, requested, env);
+    match &result {
+        Ok(()) => {
+            tracing::info!("ConfigSets completed");
+            tracing::debug!("Not clearing reboot trigger as scheduling support is not available");
+            tracing::info!("{}", banner("Build complete", '-'));
+        }
+        Err(e) => {
+            if let Some(config) = &e.config {
+                tracing::error!("Error encountered during build of {config}: {}", e.message);
+            }
+            tracing::error!("{}", banner("BUILD FAILED!", '-'));
+            tracing::error!("Unhandled exception during build: {}", e.message);
+        }
+    }
+    result
+}
+
+fn run(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
+    // Every configSet is checked and every config it names must be an object before
+    // anything runs, as in the reference.
+    let sets = configsets::resolve(init)?;
+    for (_, configs) in &sets {
+        for name in configs {
+            match init.get(name) {
+                None | Some(Value::Object(_)) => {}
+                Some(other) => {
+                    return Err(BuildError::new(format!(
+                        "config {name}: must be an object, not {}",
+                        model::kind(other)
+                    )));
+                }
+            }
+        }
+    }
+    tracing::info!("Running configSets: {}", requested.join(", "));
+    let empty = Map::new();
+    for set_name in requested {
+        let Some((_, configs)) = sets.iter().find(|(n, _)| n == set_name) else {
+            return Err(BuildError::new(format!("Error: no ConfigSet named {set_name} exists")));
+        };
+        tracing::info!("Running configSet {set_name}");
+        cmd_log(&"*".repeat(60));
+        cmd_log(&format!("ConfigSet {set_name}"));
+        for config_name in configs {
+            let config = init.get(config_name).and_then(Value::as_object).unwrap_or(&empty);
+            tracing::info!("Running config {config_name}");
+            cmd_log(&"+".repeat(60));
+            cmd_log(&format!("Config {config_name}"));
+            run_config(config_name, config, env)
+                .map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
+        }
+    }
+    Ok(())
+}
+
+/// Sections not built yet fail the build rather than be skipped silently.
+const PENDING_SECTIONS: [&str; 5] = ["packages", "groups", "users", "sources", "services"];
+
+fn run_config(name: &str, config: &Map<String, Value>, env: &Environment<'_>) -> Result<(), String> {
+    let mut changes = ChangeRecord::default();
+    let present = |section: &str| config.get(section).is_some_and(crate::boolish::is_truthy);
+    for section in &PENDING_SECTIONS[..4] {
+        if present(section) {
+            return Err(format!("config {name}: the {section} section is not supported yet by cfn-bootstrap"));
+        }
+        tracing::debug!("No {section} specified");
+    }
+    if present("files") {
+        let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
+        changes.files = files::apply(name, &entries, env)?;
+    } else {
+        tracing::debug!("No files specified");
+    }
+    if present("commands") {
+        let entries = model::sorted_entries(name, "commands", config.get("commands")).map_err(|e| e.0)?;
+        changes.commands = commands::apply(name, &entries)?;
+    } else {
+        tracing::debug!("No commands specified");
+    }
+    if present("services") {
+        return Err(format!("config {name}: the services section is not supported yet by cfn-bootstrap"));
+    }
+    tracing::debug!("No services specified");
+    tracing::trace!("changes of config {name}: {changes:?}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banners_are_centred_like_python() {
+        assert_eq!(banner("Starting build", '-'), "-----------------------Starting build-----------------------");
+        assert_eq!(banner("BUILD FAILED!", '-'), "-----------------------BUILD FAILED!------------------------");
+        assert_eq!(banner("Command Output", '-'), "-----------------------Command Output-----------------------");
+        assert_eq!(banner("Build complete", '-'), "-----------------------Build complete-----------------------");
+    }
+}
