@@ -1,0 +1,1 @@
+mkdir {ROOT}/c-cwd/sub

@@ -1,0 +1,1 @@
+printf 'old\n' > {ROOT}/f-existing-no-mode/keep; chmod 0600 {ROOT}/f-existing-no-mode/keep; printf 'old\n' > {ROOT}/f-existing-no-mode/keepx; chmod 4750 {ROOT}/f-existing-no-mode/keepx; chown nobody:nogroup {ROOT}/f-existing-no-mode/keep

@@ -1,0 +1,1 @@
+printf 'old\n' > {ROOT}/f-fail-mode-existing/e

@@ -1,0 +1,1 @@
+printf 'i am a file' > {ROOT}/f-parent-is-file/afile

@@ -1,0 +1,1 @@
+mkdir {ROOT}/f-path-is-directory/dir; echo inner > {ROOT}/f-path-is-directory/dir/inner

@@ -1,0 +1,1 @@
+printf 'x\n' > {ROOT}/f-symlink-dangling-existing/link

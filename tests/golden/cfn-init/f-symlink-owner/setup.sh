@@ -1,0 +1,1 @@
+printf 't\n' > {ROOT}/f-symlink-owner/target

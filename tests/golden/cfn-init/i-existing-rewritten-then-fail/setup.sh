@@ -1,0 +1,1 @@
+printf 'old\n' > {ROOT}/i-existing-rewritten-then-fail/f
