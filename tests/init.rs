@@ -1,0 +1,600 @@
+//! cfn-init through its link, with file paths under a private temporary root
+//! (INIT-CLI-*, INIT-CS-*, INIT-FILES-*, INIT-CMD-*, STATE-01..03, LOG-05).
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A sandbox with a `root/` directory the test's files live under.
+struct Host {
+    sandbox: Sandbox,
+}
+
+impl Host {
+    fn new() -> Host {
+        let sandbox = Sandbox::new();
+        std::fs::create_dir(sandbox.path("root")).unwrap();
+        Host { sandbox }
+    }
+
+    /// An absolute path under the root.
+    fn p(&self, rel: &str) -> String {
+        self.sandbox.path("root").join(rel).display().to_string()
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.p(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    fn exists(&self, rel: &str) -> bool {
+        std::fs::symlink_metadata(self.p(rel)).is_ok()
+    }
+
+    fn mode(&self, rel: &str) -> u32 {
+        std::fs::symlink_metadata(self.p(rel)).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// Runs `cfn-init -v <metadata file> <args…>`.
+    fn init(&self, metadata: &Value, args: &[&str]) -> Run {
+        let file = self.sandbox.path(&format!("{}.json", unique("metadata")));
+        std::fs::write(&file, metadata.to_string()).unwrap();
+        self.sandbox.cmd("cfn-init").arg("-v").args(args).arg(&file).run()
+    }
+
+    /// The build of a config holding `sections`.
+    fn config(&self, sections: Value) -> Run {
+        self.init(&json!({"AWS::CloudFormation::Init": {"config": sections}}), &[])
+    }
+
+    fn log(&self) -> String {
+        self.sandbox.log("cfn-init.log")
+    }
+
+    fn cmd_log(&self) -> String {
+        self.sandbox.log("cfn-init-cmd.log")
+    }
+}
+
+/// The log lines without their timestamp (and pid), for comparing with the reference.
+fn messages(log: &str) -> Vec<String> {
+    log.lines()
+        .map(|l| {
+            let rest = l.get(24..).unwrap_or(l);
+            match rest.strip_prefix('P') {
+                Some(p) => p.split_once(' ').map(|(_, r)| r.to_string()).unwrap_or_default(),
+                None => rest.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn build_error(message: &str) -> String {
+    format!("Error occurred during build: {message}\n")
+}
+
+// ---------------------------------------------------------------------------
+// configSets (INIT-CS-01..06)
+// ---------------------------------------------------------------------------
+
+fn trace_command(host: &Host, label: &str) -> Value {
+    json!({"commands": {"t": {"command": format!("echo {label} >> {}", host.p("trace"))}}})
+}
+
+#[test]
+fn without_configsets_only_config_runs() {
+    let host = Host::new();
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": trace_command(&host, "config"), "other": trace_command(&host, "other")}});
+    host.init(&metadata, &[]).code(0).stdout_is("").stderr_is("");
+    assert_eq!(host.read("trace"), "config\n");
+    host.init(&metadata, &["-c", "default"]).code(0);
+    assert_eq!(host.read("trace"), "config\nconfig\n");
+    host.init(&metadata, &["-c", "other"]).code(1).stderr_is(&build_error("Error: no ConfigSet named other exists"));
+    // No `config` key at all: an empty config, success.
+    host.init(&json!({"AWS::CloudFormation::Init": {"other": {}}}), &[]).code(0).stderr_is("");
+}
+
+#[test]
+fn configsets_resolve_strings_lists_nesting_references_and_duplicates() {
+    let host = Host::new();
+    let metadata = json!({"AWS::CloudFormation::Init": {
+        "configSets": {
+            "one": "c1",
+            "nested": [["c1", ["c2"]]],
+            "default": [{"ConfigSet": "one"}, "c3", {"ConfigSet": "nested"}]
+        },
+        "c1": trace_command(&host, "c1"), "c2": trace_command(&host, "c2"), "c3": trace_command(&host, "c3"),
+        "config": trace_command(&host, "never")
+    }});
+    host.init(&metadata, &[]).code(0).stderr_is("");
+    assert_eq!(host.read("trace"), "c1\nc3\nc1\nc2\n");
+    std::fs::remove_file(host.p("trace")).unwrap();
+    // -c: in order, repeated sets run again, spaces around names are ignored.
+    host.init(&metadata, &["-c", "nested, one,nested"]).code(0).stderr_is("");
+    assert_eq!(host.read("trace"), "c1\nc2\nc1\nc1\nc2\n");
+    let log = messages(&host.log());
+    assert!(log.contains(&"[INFO] Running configSets: nested, one, nested".to_string()), "{log:#?}");
+}
+
+#[test]
+fn configset_errors_use_the_reference_messages() {
+    let host = Host::new();
+    let cases = [
+        (json!({"configSets": ["x"]}), "configSets should be a mapping of name to list"),
+        (
+            json!({"configSets": {"default": [{"Other": "x"}]}}),
+            "Config definitions must be either a config name or a reference in the format {'ConfigSet':<config set name>}",
+        ),
+        (json!({"configSets": {"default": [{"ConfigSet": "zz"}]}}), "Configuration set zz was referenced but not defined"),
+        (json!({"configSets": {"default": ["nope"]}}), "No configuration found with name: nope"),
+        (
+            json!({"configSets": {"default": [{"ConfigSet": "a"}], "a": [{"ConfigSet": "default"}]}}),
+            "No configSets exist without references; this creates a circular dependency and is not allowed",
+        ),
+        (
+            json!({"configSets": {"ok": ["c"], "a": [{"ConfigSet": "b"}], "b": [{"ConfigSet": "a"}]}, "c": {}}),
+            "At least one circular dependency detected; this is not allowed. Culprits: a, b",
+        ),
+        (json!({"configSets": {"default": ["c"]}, "c": ["not", "an", "object"]}), "config c: must be an object, not a list"),
+    ];
+    for (init, message) in cases {
+        let mut init = init.clone();
+        init["marker"] = trace_command(&host, "ran");
+        let run = host.init(&json!({"AWS::CloudFormation::Init": init}), &[]);
+        run.code(1).stdout_is("").stderr_is(&build_error(message));
+        let log = messages(&host.log());
+        assert!(log.contains(&format!("[ERROR] Unhandled exception during build: {message}")), "{log:#?}");
+        assert!(log.contains(&"[ERROR] -----------------------BUILD FAILED!------------------------".to_string()));
+    }
+    assert!(!host.exists("trace"), "nothing may run when the configSets are invalid");
+    // An invalid configSet fails the build even when it is not requested.
+    let init = json!({"configSets": {"good": ["c"], "bad": ["missing"]}, "c": trace_command(&host, "c")});
+    host.init(&json!({"AWS::CloudFormation::Init": init}), &["-c", "good"])
+        .code(1)
+        .stderr_is(&build_error("No configuration found with name: missing"));
+    assert!(!host.exists("trace"));
+}
+
+#[test]
+fn the_first_failure_stops_everything_after_it() {
+    let host = Host::new();
+    let metadata = json!({"AWS::CloudFormation::Init": {
+        "configSets": {"default": ["c1", "c2", "c3"], "later": ["c3"]},
+        "c1": trace_command(&host, "c1"),
+        "c2": {"commands": {"fail": {"command": "exit 7"}}},
+        "c3": trace_command(&host, "c3"),
+    }});
+    host.init(&metadata, &["-c", "default,later"]).code(1).stderr_is(&build_error("Command fail failed"));
+    assert_eq!(host.read("trace"), "c1\n");
+    let log = messages(&host.log());
+    assert!(log.contains(&"[ERROR] Error encountered during build of c2: Command fail failed".to_string()), "{log:#?}");
+}
+
+// ---------------------------------------------------------------------------
+// Metadata sources and the Init key (INIT-CLI-02..09)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn source_selection_errors_match_the_reference() {
+    let host = Host::new();
+    let golden = |case: &str| read(&golden_dir().join("cfn-init").join(format!("{case}.stderr")));
+    for (case, args) in [("no-source", &[][..]), ("stack-only", &["-s", "x"][..]), ("resource-only", &["-r", "x"][..])] {
+        host.sandbox.cmd("cfn-init").args(args).run().code(1).stdout_is("").stderr_is(&golden(case));
+    }
+    let file = host.sandbox.path("m.json");
+    std::fs::write(&file, "{}").unwrap();
+    let both = host.sandbox.cmd("cfn-init").arg(&file).args(["-s", "x"]).run();
+    both.code(1).stderr_is(&golden("file-and-stack"));
+    let two = host.sandbox.cmd("cfn-init").arg(&file).arg(&file).run();
+    two.code(1).stderr_is(&golden("two-files"));
+}
+
+#[test]
+fn files_and_stdin_are_read_with_clear_errors() {
+    let host = Host::new();
+    let missing = host.sandbox.path("nope.json");
+    host.sandbox.cmd("cfn-init").arg(&missing).run().code(1).stdout_is("").stderr_is(&format!(
+        "Could not read {}: No such file or directory\n",
+        missing.display()
+    ));
+    let bad = host.sandbox.path("bad.json");
+    std::fs::write(&bad, "{\"a\": ").unwrap();
+    let run = host.sandbox.cmd("cfn-init").arg(&bad).run();
+    run.code(1).stdout_is("");
+    assert!(run.stderr.starts_with(&format!("Error decoding JSON from {}: EOF while parsing", bad.display())), "{run}");
+    let run = host.sandbox.cmd("cfn-init").arg("-").stdin(b"[1, ").run();
+    run.code(1);
+    assert!(run.stderr.starts_with("Error decoding JSON from stdin: "), "{run}");
+    // A read-only metadata file is fine (the reference opened it read-write).
+    let readonly = host.sandbox.path("ro.json");
+    std::fs::write(&readonly, json!({"AWS::CloudFormation::Init": {"config": {}}}).to_string()).unwrap();
+    std::fs::set_permissions(&readonly, std::fs::Permissions::from_mode(0o400)).unwrap();
+    host.sandbox.cmd("cfn-init").arg(&readonly).run().code(0).stderr_is("");
+}
+
+#[test]
+fn metadata_without_init_is_reported_and_succeeds() {
+    let host = Host::new();
+    let file = host.sandbox.path("noinit.json");
+    for metadata in [json!({"Other": 1}), json!({"AWS::CloudFormation::Init": {}}), json!([1])] {
+        std::fs::write(&file, metadata.to_string()).unwrap();
+        host.sandbox.cmd("cfn-init").arg(&file).run().code(0).stdout_is("").stderr_is(&format!(
+            "Could not find 'AWS::CloudFormation::Init' key in {}.\n",
+            file.display()
+        ));
+    }
+    host.sandbox
+        .cmd("cfn-init")
+        .arg("-")
+        .stdin(b"{\"x\": 1}")
+        .run()
+        .code(0)
+        .stderr_is("Could not find 'AWS::CloudFormation::Init' key in stdin input.\n");
+}
+
+#[test]
+fn stdin_metadata_runs() {
+    let host = Host::new();
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {"files": {host.p("s.txt"): {"content": "from stdin"}}}}});
+    host.sandbox.cmd("cfn-init").arg("-").stdin(metadata.to_string().as_bytes()).run().code(0).stderr_is("");
+    assert_eq!(host.read("s.txt"), "from stdin");
+}
+
+#[test]
+fn metadata_from_a_stack_runs_and_is_stored_privately() {
+    let emulator = Emulator::shared();
+    let host = Host::new();
+    let init = json!({
+        "configSets": {"default": ["c"]},
+        "c": {"files": {host.p("stack.txt"): {"content": {"Fn::Join": ["-", ["from", {"Ref": "AWS::StackName"}]]}}}}
+    });
+    let stack = emulator.create_stack(&unique("init"), &instance_template(&json!({"AWS::CloudFormation::Init": init})));
+    host.sandbox.cmd("cfn-init").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0).stderr_is("");
+    assert_eq!(host.read("stack.txt"), format!("from-{stack}"));
+    // STATE-01..03: the state directory is private, metadata.json is 0600 and pretty.
+    let state = host.sandbox.path("lib/cfn-init");
+    assert_eq!(std::fs::metadata(&state).unwrap().permissions().mode() & 0o777, 0o700);
+    let stored = state.join("data/metadata.json");
+    assert_eq!(std::fs::metadata(&stored).unwrap().permissions().mode() & 0o777, 0o600);
+    let text = read(&stored);
+    assert!(text.starts_with("{\n    \"AWS::CloudFormation::Init\": {\n        \"configSets\""), "{text}");
+
+    host.sandbox
+        .cmd("cfn-init")
+        .args(["-s", &stack, "-r", "Bare"])
+        .with_keys(&emulator)
+        .run()
+        .code(1)
+        .stderr_is("Error: Bare does not specify any metadata\n");
+    let plain = emulator.create_stack(&unique("noinit"), &instance_template(&json!({"k": "v"})));
+    host.sandbox
+        .cmd("cfn-init")
+        .args(["-s", &plain, "-r", "Instance"])
+        .with_keys(&emulator)
+        .run()
+        .code(0)
+        .stderr_is("Could not find 'AWS::CloudFormation::Init' key in metadata for Instance.\n");
+}
+
+// ---------------------------------------------------------------------------
+// files (INIT-FILES-01..14)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn content_kinds_are_written_exactly() {
+    let host = Host::new();
+    host.config(json!({"files": {
+        host.p("plain.txt"): {"content": "line1\nline2 caf\u{e9}\n"},
+        host.p("sub/dir/nested.txt"): {"content": "deep"},
+        host.p("data.json"): {"content": {"zeta": 1, "alpha": {"b": [1, 2.5, "x\u{e9}", true, false]}, "mid": "\u{20ac}\n\"q\""}},
+        host.p("list.json"): {"content": ["a", 1]},
+        host.p("bin"): {"content": "aGVs\n bG8=\n", "encoding": "base64"},
+        host.p("empty"): {"content": ""},
+    }}))
+    .code(0)
+    .stderr_is("");
+    assert_eq!(host.read("plain.txt"), "line1\nline2 caf\u{e9}\n");
+    assert_eq!(host.read("sub/dir/nested.txt"), "deep");
+    // Compact JSON with Python's separators, ASCII escapes and document order.
+    assert_eq!(host.read("data.json"), r#"{"zeta": 1, "alpha": {"b": [1, 2.5, "x\u00e9", true, false]}, "mid": "\u20ac\n\"q\""}"#);
+    assert_eq!(host.read("list.json"), r#"["a", 1]"#);
+    assert_eq!(host.read("bin"), "hello");
+    assert_eq!(host.read("empty"), "");
+    assert_eq!(host.mode("plain.txt"), 0o644);
+}
+
+#[test]
+fn modes_owners_and_groups() {
+    let host = Host::new();
+    host.config(json!({"files": {
+        host.p("m600"): {"content": "a", "mode": "000600"},
+        host.p("m4755"): {"content": "b", "mode": "4755", "owner": "nobody"},
+        host.p("num"): {"content": "c", "mode": 640},
+        host.p("owned"): {"content": "d", "owner": "nobody", "group": "nogroup"},
+        host.p("grouped"): {"content": "e", "group": "nogroup"},
+    }}))
+    .code(0)
+    .stderr_is("");
+    assert_eq!(host.mode("m600"), 0o600);
+    // The mode is applied after the owner, so setuid survives.
+    assert_eq!(host.mode("m4755"), 0o4755);
+    assert_eq!(host.mode("num"), 0o640);
+    let nobody = std::fs::metadata(host.p("owned")).unwrap();
+    assert_eq!((nobody.uid(), nobody.gid()), (65534, 65534));
+    assert_eq!(std::fs::metadata(host.p("grouped")).unwrap().uid(), 0);
+    let log = messages(&host.log());
+    assert!(log.contains(&format!("[DEBUG] Setting owner 65534 and group 65534 for {}", host.p("owned"))), "{log:#?}");
+    assert!(log.contains(&format!("[DEBUG] Setting owner -1 and group 65534 for {}", host.p("grouped"))), "{log:#?}");
+    assert!(log.contains(&format!("[DEBUG] Setting mode for {} to 000600", host.p("m600"))), "{log:#?}");
+
+    // A rewrite without mode or owner keeps both (the reference kept the mode only).
+    std::fs::set_permissions(host.p("owned"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    host.config(json!({"files": {host.p("owned"): {"content": "new"}}})).code(0);
+    let meta = std::fs::metadata(host.p("owned")).unwrap();
+    assert_eq!((meta.uid(), meta.gid(), meta.permissions().mode() & 0o7777), (65534, 65534, 0o640));
+}
+
+#[test]
+fn bad_file_attributes_fail_precisely_and_leave_nothing_behind() {
+    let host = Host::new();
+    std::fs::write(host.p("existing"), "old\n").unwrap();
+    let cases = [
+        (json!({"rel/path": {"content": "x"}}), "File specified with non-absolute path: rel/path".to_string()),
+        (json!({host.p("n"): {"source": null}}), "File specified without source or content".into()),
+        (json!({host.p("n"): {"content": false}}), "File specified without source or content".into()),
+        (json!({host.p("existing"): {"content": "abc", "encoding": "base64"}}), "Malformed base64: abc".into()),
+        (json!({host.p("existing"): {"content": "x", "owner": "no-such-user"}}), "no-such-user is not a valid user name".into()),
+        (json!({host.p("n"): {"content": "x", "group": "no-such-group"}}), "no-such-group is not a valid group name".into()),
+        (
+            json!({host.p("n"): {"content": "x", "mode": "rw-r--r--"}}),
+            format!("config config, files {}: mode must be an octal string like \"000644\"", host.p("n")),
+        ),
+        (json!({host.p("n"): "just a string"}), format!("config config, files {}: must be an object, not a string", host.p("n"))),
+        (json!({host.p("l"): {"mode": "120777"}}), "Symbolic link specified without a destination".into()),
+        (json!({host.p("existing/child"): {"content": "x"}}), format!("Parent directory {} exists and is a file", host.p("existing"))),
+    ];
+    for (files, message) in cases {
+        host.config(json!({"files": files})).code(1).stdout_is("").stderr_is(&build_error(&message));
+        assert_eq!(host.read("existing"), "old\n", "{message}");
+        assert!(!host.exists("n") && !host.exists("l"), "{message}: a file was left behind");
+        assert!(!host.exists("existing.bak"), "{message}: the backup was not put back");
+        let leftovers: Vec<_> = std::fs::read_dir(host.p("")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers.len(), 1, "{message}: {leftovers:?}");
+    }
+}
+
+#[test]
+fn backups_rotate_like_the_reference() {
+    let host = Host::new();
+    let write = |content: &str| {
+        host.config(json!({"files": {host.p("f"): {"content": content}}})).code(0);
+    };
+    write("v1");
+    assert!(!host.exists("f.bak"));
+    write("v2");
+    assert_eq!((host.read("f"), host.read("f.bak")), ("v2".into(), "v1".into()));
+    write("v3");
+    assert_eq!((host.read("f"), host.read("f.bak")), ("v3".into(), "v2".into()));
+    assert!(!host.exists("f.bak2"));
+    // The same content again: .bak keeps the older version.
+    write("v3");
+    assert_eq!((host.read("f"), host.read("f.bak")), ("v3".into(), "v2".into()));
+    assert!(!host.exists("f.bak2"));
+    let log = messages(&host.log());
+    let f = host.p("f");
+    let expected = [
+        format!("[DEBUG] {f} already exists"),
+        format!("[DEBUG] Moving {f}.bak to {f}.bak2"),
+        format!("[DEBUG] Moving {f} to {f}.bak"),
+        format!("[DEBUG] Writing content to {f}"),
+    ];
+    let start = log.iter().rposition(|l| *l == expected[0]).expect("backup lines");
+    assert_eq!(&log[start..start + 4], &expected, "{log:#?}");
+    // A directory in the way is moved aside whole.
+    std::fs::create_dir_all(host.p("d/inner")).unwrap();
+    host.config(json!({"files": {host.p("d"): {"content": "file now"}}})).code(0);
+    assert_eq!(host.read("d"), "file now");
+    assert!(Path::new(&host.p("d.bak/inner")).is_dir());
+}
+
+#[test]
+fn symbolic_links() {
+    let host = Host::new();
+    std::fs::write(host.p("target"), "t").unwrap();
+    let link = json!({"files": {host.p("link"): {"content": host.p("target"), "mode": "120644"}}});
+    host.config(link.clone()).code(0).stderr_is("");
+    assert_eq!(std::fs::read_link(host.p("link")).unwrap(), PathBuf::from(host.p("target")));
+    // The mode applies to the target, as AWS documents.
+    assert_eq!(host.mode("target"), 0o644);
+    host.config(link.clone()).code(0);
+    assert!(messages(&host.log()).contains(&format!("[INFO] Symbolic link {} already exists", host.p("link"))));
+    // A regular file is replaced by the link and kept as .bak.
+    std::fs::write(host.p("regular"), "was a file").unwrap();
+    host.config(json!({"files": {host.p("regular"): {"content": "target", "mode": "120777"}}})).code(0);
+    assert_eq!(std::fs::read_link(host.p("regular")).unwrap(), PathBuf::from("target"));
+    assert_eq!(host.read("regular.bak"), "was a file");
+}
+
+#[test]
+fn mustache_templates_render_with_their_context() {
+    let host = Host::new();
+    host.config(json!({"files": {
+        host.p("t.txt"): {
+            "content": "a={{a}} b={{{a}}} c={{& a}} missing=[{{nope}}] {{#items}}<{{name}}>{{/items}}{{^none}}!{{/none}} {{o.k}}",
+            "context": {"a": "<&>\"'", "items": [{"name": "i1"}, {"name": "i2"}], "o": {"k": "dotted"}}
+        },
+        host.p("no-context.txt"): {"content": "{{a}} stays"},
+        host.p("json.json"): {"content": {"k": "{{v}}"}, "context": {"v": "x"}},
+    }}))
+    .code(0)
+    .stderr_is("");
+    assert_eq!(host.read("t.txt"), "a=&lt;&amp;&gt;&quot;&#x27; b=<&>\"' c=<&>\"' missing=[] <i1><i2>! dotted");
+    assert_eq!(host.read("no-context.txt"), "{{a}} stays");
+    // JSON content is not a template, as in the reference.
+    assert_eq!(host.read("json.json"), r#"{"k": "{{v}}"}"#);
+    host.config(json!({"files": {host.p("bad"): {"content": "{{#open}}", "context": {}}}})).code(1);
+    assert!(!host.exists("bad"));
+}
+
+// ---------------------------------------------------------------------------
+// commands (INIT-CMD-01..11, LOG-05)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn commands_run_in_name_order_with_their_attributes() {
+    let host = Host::new();
+    let out = host.p("out");
+    std::fs::create_dir(host.p("work")).unwrap();
+    host.config(json!({"commands": {
+        "10_second": {"command": format!("echo 10 >> {out}")},
+        "2_third": {"command": format!("echo 2 >> {out}")},
+        "01_first": {"command": format!("echo 01 >> {out}")},
+        "a_argv": {"command": ["sh", "-c", format!("printf '%s|' \"$0\" \"$1\" >> {out}"), "one arg", "*"]},
+        "b_env": {"command": format!("echo \"[$ONLY][${{HOME-}}]\" >> {out}; /usr/bin/env | grep -c '^PATH=' >> {out}"), "env": {"ONLY": "set"}},
+        "c_cwd": {"command": format!("pwd >> {out}"), "cwd": host.p("work")},
+        "d_home": {"command": format!("pwd >> {out}"), "cwd": "~"},
+        "e_test_fails": {"command": format!("echo never >> {out}"), "test": "exit 3"},
+        "f_test_passes": {"command": format!("echo tested >> {out}"), "test": ["test", "-d", "/"]},
+        "g_wait": {"command": format!("echo waited >> {out}"), "waitAfterCompletion": "forever"},
+    }}))
+    .code(0)
+    .stderr_is("");
+    let home = host.sandbox.dir.path().display().to_string();
+    assert_eq!(
+        host.read("out"),
+        format!("01\n10\n2\none arg|*|[set][]\n0\n{}\n{home}\ntested\nwaited\n", host.p("work"))
+    );
+    let log = messages(&host.log());
+    assert!(log.contains(&"[INFO] Test failed with code 3".to_string()), "{log:#?}");
+    assert!(log.contains(&"[DEBUG] Test for command f_test_passes passed".to_string()), "{log:#?}");
+}
+
+#[test]
+fn failures_ignore_errors_and_output_logging() {
+    let host = Host::new();
+    let run = host.config(json!({"commands": {
+        "1": {"command": "echo out; echo err >&2; exit 2", "ignoreErrors": "true"},
+        "2": {"command": "printf 'ok\\n\\377\\376\\n'"},
+        "3": {"command": "echo about to fail; exit 5"},
+        "4": {"command": format!("touch {}", host.p("never"))},
+    }}));
+    run.code(1).stdout_is("").stderr_is(&build_error("Command 3 failed"));
+    assert!(!host.exists("never"));
+    let log = messages(&host.log());
+    for line in [
+        "[ERROR] Command 1 (echo out; echo err >&2; exit 2) failed",
+        "[DEBUG] Command 1 output: out",
+        "[INFO] ignoreErrors set to true, continuing build",
+        "[INFO] Command 2 succeeded",
+        "[DEBUG] Command 2 output: ok",
+        "[ERROR] Command 3 (echo about to fail; exit 5) failed",
+        "[ERROR] Error encountered during build of config: Command 3 failed",
+        "[ERROR] Unhandled exception during build: Command 3 failed",
+    ] {
+        assert!(log.contains(&line.to_string()), "missing {line:?} in {log:#?}");
+    }
+    let cmd_log = messages(&host.cmd_log());
+    let command_1: Vec<&str> = cmd_log.iter().map(String::as_str).skip_while(|l| *l != "[INFO] Command 1").take(7).collect();
+    assert_eq!(
+        command_1,
+        [
+            "[INFO] Command 1",
+            "[INFO] -----------------------Command Output-----------------------",
+            "[INFO] \tout",
+            "[INFO] \terr",
+            "[INFO] ------------------------------------------------------------",
+            "[ERROR] Exited with error code 2",
+            "[INFO] ============================================================",
+        ]
+    );
+    // Non-UTF-8 output is logged lossily and never fails a successful command.
+    assert!(cmd_log.contains(&"[INFO] \t\u{fffd}\u{fffd}".to_string()), "{cmd_log:#?}");
+    assert!(cmd_log.starts_with(&[
+        "[INFO] ************************************************************".to_string(),
+        "[INFO] ConfigSet default".to_string(),
+        "[INFO] ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++".to_string(),
+        "[INFO] Config config".to_string(),
+    ]));
+}
+
+#[test]
+fn command_errors_are_clear() {
+    let host = Host::new();
+    host.config(json!({"commands": {"a": {"cwd": "/"}}}))
+        .code(1)
+        .stderr_is(&build_error("a does not specify the 'command' attribute, which is required"));
+    host.config(json!({"commands": {"a": {"command": ["/nonexistent/program"]}}}))
+        .code(1)
+        .stderr_is(&build_error("Could not run command a: No such file or directory"));
+    host.config(json!({"commands": {"a": {"command": "true", "cwd": host.p("missing")}}}))
+        .code(1)
+        .stderr_is(&build_error(&format!("Could not run command a: working directory {} does not exist", host.p("missing"))));
+    host.config(json!({"commands": {"a": {"command": "true", "runas": "no-such-user"}}}))
+        .code(1)
+        .stderr_is(&build_error("no-such-user is not a valid user name"));
+}
+
+#[test]
+fn runas_runs_as_that_user_with_the_whole_command() {
+    let host = Host::new();
+    std::fs::set_permissions(host.p(""), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(host.sandbox.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = host.p("who");
+    host.config(json!({"commands": {
+        "a": {"command": format!("echo $(id -u):$(id -g) $HOME >> {out}"), "runas": "nobody"},
+        "b": {"command": ["sh", "-c", format!("echo multi word >> {out}")], "runas": "nobody"},
+    }}))
+    .code(0)
+    .stderr_is("");
+    let nobody_home = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("nobody:"))
+        .and_then(|l| l.split(':').nth(5).map(str::to_string))
+        .unwrap();
+    assert_eq!(host.read("who"), format!("65534:65534 {nobody_home}\nmulti word\n"));
+}
+
+// ---------------------------------------------------------------------------
+// Atomicity (INIT-FILES-11, INIT-FILES-13)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn files_written_before_a_failing_command_stay_with_their_backup() {
+    let host = Host::new();
+    std::fs::write(host.p("conf"), "previous\n").unwrap();
+    host.config(json!({
+        "files": {host.p("conf"): {"content": "new\n"}},
+        "commands": {"fail": {"command": "exit 1"}}
+    }))
+    .code(1);
+    // As in the reference: the files section completed; .bak holds the previous content.
+    assert_eq!(host.read("conf"), "new\n");
+    assert_eq!(host.read("conf.bak"), "previous\n");
+}
+
+#[test]
+fn a_download_that_fails_half_way_leaves_the_previous_file() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/file", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            // Promise 1000 bytes, send 10, hang up.
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial...");
+        }
+    });
+    let host = Host::new();
+    std::fs::write(host.p("dl"), "previous\n").unwrap();
+    let run = host.config(json!({"files": {host.p("dl"): {"source": url}, host.p("fresh"): {"source": url}}}));
+    run.code(1);
+    assert!(run.stderr.starts_with(&format!("Error occurred during build: Failed to retrieve {url}: ")), "{run}");
+    assert_eq!(host.read("dl"), "previous\n");
+    assert!(!host.exists("dl.bak") && !host.exists("fresh"));
+    let leftovers: Vec<_> = std::fs::read_dir(host.p("")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+}
