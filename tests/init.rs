@@ -451,7 +451,7 @@ fn commands_run_in_name_order_with_their_attributes() {
         "2_third": {"command": format!("echo 2 >> {out}")},
         "01_first": {"command": format!("echo 01 >> {out}")},
         "a_argv": {"command": ["sh", "-c", format!("printf '%s|' \"$0\" \"$1\" >> {out}"), "one arg", "*"]},
-        "b_env": {"command": format!("echo \"[$ONLY][${{HOME-}}]\" >> {out}; /usr/bin/env | grep -c '^PATH=' >> {out}"), "env": {"ONLY": "set"}},
+        "b_env": {"command": format!("echo \"[$ONLY][${{HOME-}}]\" >> {out}; /usr/bin/env | grep -c '^PATH=' >> {out}; true"), "env": {"ONLY": "set"}},
         "c_cwd": {"command": format!("pwd >> {out}"), "cwd": host.p("work")},
         "d_home": {"command": format!("pwd >> {out}"), "cwd": "~"},
         "e_test_fails": {"command": format!("echo never >> {out}"), "test": "exit 3"},
