@@ -216,6 +216,27 @@ mod tests {
         );
     }
 
+    /// The body the reference sent for the same options (tests/golden/README.md).
+    #[test]
+    fn the_body_matches_the_recorded_reference_requests() {
+        let golden =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/reference-1.4-31/cfn-signal");
+        let cases = [
+            ("wire-failure-default-reason", WaitConditionSignal::new(Status::Failure, "", "some data", "myid")),
+            (
+                "wire-exit0-success-false",
+                WaitConditionSignal::new(Status::from_options(Some(0), Some("false")), "why", "", "id \u{e9}"),
+            ),
+            ("wire-base64-url", WaitConditionSignal::new(Status::Success, "", "", "myid")),
+        ];
+        for (case, signal) in cases {
+            let request = std::fs::read_to_string(golden.join(format!("{case}.request"))).unwrap();
+            let (head, body) = request.split_once("\r\n\r\n").unwrap();
+            assert_eq!(body, signal.body(), "{case}");
+            assert!(format!("{head}\r\n").contains("\r\nContent-Type: \r\n"), "{case}: {head}");
+        }
+    }
+
     #[test]
     fn http_statuses_are_classified_like_the_reference() {
         assert_eq!(http_verdict(503), Verdict::Throttled);
