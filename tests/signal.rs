@@ -113,11 +113,14 @@ fn handle_puts(emulator: &Emulator, url: &str) -> Vec<Value> {
     all.as_array().unwrap().iter().filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with(path))).cloned().collect()
 }
 
-/// What `hostname -f` says: the default `--id` off EC2 (SIG-02).
+/// What `hostname -f` says, or `hostname` where the name has no canonical form: the
+/// default `--id` off EC2 (SIG-02).
 fn host_fqdn() -> String {
-    let out = std::process::Command::new("hostname").arg("-f").output().expect("run hostname -f");
-    assert!(out.status.success(), "hostname -f failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    let ask = |args: &[&str]| {
+        let out = std::process::Command::new("hostname").args(args).output().expect("run hostname");
+        out.status.success().then(|| String::from_utf8(out.stdout).unwrap().trim().to_string())
+    };
+    ask(&["-f"]).filter(|name| !name.is_empty()).or_else(|| ask(&[])).expect("hostname prints this host's name")
 }
 
 /// `text` in base64, as coreutils writes it (an independent encoder).
