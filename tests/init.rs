@@ -126,7 +126,10 @@ fn configset_errors_use_the_reference_messages() {
             json!({"configSets": {"default": [{"Other": "x"}]}}),
             "Config definitions must be either a config name or a reference in the format {'ConfigSet':<config set name>}",
         ),
-        (json!({"configSets": {"default": [{"ConfigSet": "zz"}]}}), "Configuration set zz was referenced but not defined"),
+        (
+            json!({"configSets": {"default": [{"ConfigSet": "zz"}]}}),
+            "Configuration set zz was referenced but not defined",
+        ),
         (json!({"configSets": {"default": ["nope"]}}), "No configuration found with name: nope"),
         (
             json!({"configSets": {"default": [{"ConfigSet": "a"}], "a": [{"ConfigSet": "default"}]}}),
@@ -136,7 +139,10 @@ fn configset_errors_use_the_reference_messages() {
             json!({"configSets": {"ok": ["c"], "a": [{"ConfigSet": "b"}], "b": [{"ConfigSet": "a"}]}, "c": {}}),
             "At least one circular dependency detected; this is not allowed. Culprits: a, b",
         ),
-        (json!({"configSets": {"default": ["c"]}, "c": ["not", "an", "object"]}), "config c: must be an object, not a list"),
+        (
+            json!({"configSets": {"default": ["c"]}, "c": ["not", "an", "object"]}),
+            "config c: must be an object, not a list",
+        ),
     ];
     for (init, message) in cases {
         let mut init = init.clone();
@@ -179,7 +185,8 @@ fn the_first_failure_stops_everything_after_it() {
 fn source_selection_errors_match_the_reference() {
     let host = Host::new();
     let golden = |case: &str| read(&golden_dir().join("cfn-init").join(format!("{case}.stderr")));
-    for (case, args) in [("no-source", &[][..]), ("stack-only", &["-s", "x"][..]), ("resource-only", &["-r", "x"][..])] {
+    for (case, args) in [("no-source", &[][..]), ("stack-only", &["-s", "x"][..]), ("resource-only", &["-r", "x"][..])]
+    {
         host.sandbox.cmd("cfn-init").args(args).run().code(1).stdout_is("").stderr_is(&golden(case));
     }
     let file = host.sandbox.path("m.json");
@@ -194,10 +201,13 @@ fn source_selection_errors_match_the_reference() {
 fn files_and_stdin_are_read_with_clear_errors() {
     let host = Host::new();
     let missing = host.sandbox.path("nope.json");
-    host.sandbox.cmd("cfn-init").arg(&missing).run().code(1).stdout_is("").stderr_is(&format!(
-        "Could not read {}: No such file or directory\n",
-        missing.display()
-    ));
+    host.sandbox
+        .cmd("cfn-init")
+        .arg(&missing)
+        .run()
+        .code(1)
+        .stdout_is("")
+        .stderr_is(&format!("Could not read {}: No such file or directory\n", missing.display()));
     let bad = host.sandbox.path("bad.json");
     std::fs::write(&bad, "{\"a\": ").unwrap();
     let run = host.sandbox.cmd("cfn-init").arg(&bad).run();
@@ -219,10 +229,13 @@ fn metadata_without_init_is_reported_and_succeeds() {
     let file = host.sandbox.path("noinit.json");
     for metadata in [json!({"Other": 1}), json!({"AWS::CloudFormation::Init": {}}), json!([1])] {
         std::fs::write(&file, metadata.to_string()).unwrap();
-        host.sandbox.cmd("cfn-init").arg(&file).run().code(0).stdout_is("").stderr_is(&format!(
-            "Could not find 'AWS::CloudFormation::Init' key in {}.\n",
-            file.display()
-        ));
+        host.sandbox
+            .cmd("cfn-init")
+            .arg(&file)
+            .run()
+            .code(0)
+            .stdout_is("")
+            .stderr_is(&format!("Could not find 'AWS::CloudFormation::Init' key in {}.\n", file.display()));
     }
     host.sandbox
         .cmd("cfn-init")
@@ -236,7 +249,8 @@ fn metadata_without_init_is_reported_and_succeeds() {
 #[test]
 fn stdin_metadata_runs() {
     let host = Host::new();
-    let metadata = json!({"AWS::CloudFormation::Init": {"config": {"files": {host.p("s.txt"): {"content": "from stdin"}}}}});
+    let metadata =
+        json!({"AWS::CloudFormation::Init": {"config": {"files": {host.p("s.txt"): {"content": "from stdin"}}}}});
     host.sandbox.cmd("cfn-init").arg("-").stdin(metadata.to_string().as_bytes()).run().code(0).stderr_is("");
     assert_eq!(host.read("s.txt"), "from stdin");
 }
@@ -250,7 +264,13 @@ fn metadata_from_a_stack_runs_and_is_stored_privately() {
         "c": {"files": {host.p("stack.txt"): {"content": {"Fn::Join": ["-", ["from", {"Ref": "AWS::StackName"}]]}}}}
     });
     let stack = emulator.create_stack(&unique("init"), &instance_template(&json!({"AWS::CloudFormation::Init": init})));
-    host.sandbox.cmd("cfn-init").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0).stderr_is("");
+    host.sandbox
+        .cmd("cfn-init")
+        .args(["-s", &stack, "-r", "Instance"])
+        .with_keys(&emulator)
+        .run()
+        .code(0)
+        .stderr_is("");
     assert_eq!(host.read("stack.txt"), format!("from-{stack}"));
     // STATE-01..03: the state directory is private, metadata.json is 0600 and pretty.
     let state = host.sandbox.path("lib/cfn-init");
@@ -297,7 +317,10 @@ fn content_kinds_are_written_exactly() {
     assert_eq!(host.read("plain.txt"), "line1\nline2 caf\u{e9}\n");
     assert_eq!(host.read("sub/dir/nested.txt"), "deep");
     // Compact JSON with Python's separators, ASCII escapes and document order.
-    assert_eq!(host.read("data.json"), r#"{"zeta": 1, "alpha": {"b": [1, 2.5, "x\u00e9", true, false]}, "mid": "\u20ac\n\"q\""}"#);
+    assert_eq!(
+        host.read("data.json"),
+        r#"{"zeta": 1, "alpha": {"b": [1, 2.5, "x\u00e9", true, false]}, "mid": "\u20ac\n\"q\""}"#
+    );
     assert_eq!(host.read("list.json"), r#"["a", 1]"#);
     assert_eq!(host.read("bin"), "hello");
     assert_eq!(host.read("empty"), "");
@@ -344,15 +367,27 @@ fn bad_file_attributes_fail_precisely_and_leave_nothing_behind() {
         (json!({host.p("n"): {"source": null}}), "File specified without source or content".into()),
         (json!({host.p("n"): {"content": false}}), "File specified without source or content".into()),
         (json!({host.p("existing"): {"content": "abc", "encoding": "base64"}}), "Malformed base64: abc".into()),
-        (json!({host.p("existing"): {"content": "x", "owner": "no-such-user"}}), "no-such-user is not a valid user name".into()),
-        (json!({host.p("n"): {"content": "x", "group": "no-such-group"}}), "no-such-group is not a valid group name".into()),
+        (
+            json!({host.p("existing"): {"content": "x", "owner": "no-such-user"}}),
+            "no-such-user is not a valid user name".into(),
+        ),
+        (
+            json!({host.p("n"): {"content": "x", "group": "no-such-group"}}),
+            "no-such-group is not a valid group name".into(),
+        ),
         (
             json!({host.p("n"): {"content": "x", "mode": "rw-r--r--"}}),
             format!("config config, files {}: mode must be an octal string like \"000644\"", host.p("n")),
         ),
-        (json!({host.p("n"): "just a string"}), format!("config config, files {}: must be an object, not a string", host.p("n"))),
+        (
+            json!({host.p("n"): "just a string"}),
+            format!("config config, files {}: must be an object, not a string", host.p("n")),
+        ),
         (json!({host.p("l"): {"mode": "120777"}}), "Symbolic link specified without a destination".into()),
-        (json!({host.p("existing/child"): {"content": "x"}}), format!("Parent directory {} exists and is a file", host.p("existing"))),
+        (
+            json!({host.p("existing/child"): {"content": "x"}}),
+            format!("Parent directory {} exists and is a file", host.p("existing")),
+        ),
     ];
     for (files, message) in cases {
         host.config(json!({"files": files})).code(1).stdout_is("").stderr_is(&build_error(&message));
@@ -495,7 +530,8 @@ fn failures_ignore_errors_and_output_logging() {
         assert!(log.contains(&line.to_string()), "missing {line:?} in {log:#?}");
     }
     let cmd_log = messages(&host.cmd_log());
-    let command_1: Vec<&str> = cmd_log.iter().map(String::as_str).skip_while(|l| *l != "[INFO] Command 1").take(7).collect();
+    let command_1: Vec<&str> =
+        cmd_log.iter().map(String::as_str).skip_while(|l| *l != "[INFO] Command 1").take(7).collect();
     assert_eq!(
         command_1,
         [
@@ -527,9 +563,9 @@ fn command_errors_are_clear() {
     host.config(json!({"commands": {"a": {"command": ["/nonexistent/program"]}}}))
         .code(1)
         .stderr_is(&build_error("Could not run command a: No such file or directory"));
-    host.config(json!({"commands": {"a": {"command": "true", "cwd": host.p("missing")}}}))
-        .code(1)
-        .stderr_is(&build_error(&format!("Could not run command a: working directory {} does not exist", host.p("missing"))));
+    host.config(json!({"commands": {"a": {"command": "true", "cwd": host.p("missing")}}})).code(1).stderr_is(
+        &build_error(&format!("Could not run command a: working directory {} does not exist", host.p("missing"))),
+    );
     host.config(json!({"commands": {"a": {"command": "true", "runas": "no-such-user"}}}))
         .code(1)
         .stderr_is(&build_error("no-such-user is not a valid user name"));

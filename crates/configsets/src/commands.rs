@@ -4,7 +4,7 @@
 //! `ignoreErrors` is set.
 
 use crate::engine::{banner, cmd_log};
-use crate::model::{self, CommandLine, CommandSpec};
+use crate::model::{self, CommandSpec};
 use crate::process::{self, Finished, Invocation};
 use crate::users::{self, User};
 use serde_json::{Map, Value};
@@ -36,11 +36,6 @@ fn run_one(spec: &CommandSpec) -> Result<bool, String> {
         None => None,
     };
     let cwd = spec.cwd.as_deref().map(expand_home);
-    if let Some(dir) = &cwd {
-        if !dir.is_dir() {
-            return Err(format!("Could not run command {name}: working directory {} does not exist", dir.display()));
-        }
-    }
     let invocation =
         |command| Invocation { command, env: spec.env.as_deref(), cwd: cwd.as_deref(), runas: runas.as_ref() };
 
@@ -76,6 +71,9 @@ fn run_one(spec: &CommandSpec) -> Result<bool, String> {
 fn logged_run(title: &str, invocation: &Invocation<'_>, name: &str) -> Result<Finished, String> {
     cmd_log(&"=".repeat(60));
     cmd_log(title);
+    if let Some(dir) = invocation.cwd.filter(|d| !d.is_dir()) {
+        return Err(format!("Could not run command {name}: working directory {} does not exist", dir.display()));
+    }
     let mut any_output = false;
     let finished = process::run(invocation, |line| {
         if !any_output {
@@ -134,18 +132,30 @@ fn current_user() -> Option<User> {
 fn with_defaults(name: &str, attributes: &Map<String, Value>) -> Result<Map<String, Value>, String> {
     let Some(defaults) = attributes.get("defaults").filter(|d| !d.is_null()) else { return Ok(attributes.clone()) };
     let failed = || format!("Defaults script for command {name} failed");
-    let command = match defaults {
-        Value::String(s) => CommandLine::Shell(s.clone()),
-        Value::Array(items) => CommandLine::Argv(
-            items.iter().map(|i| i.as_str().map(str::to_string)).collect::<Option<Vec<_>>>().ok_or_else(failed)?,
-        ),
+    tracing::debug!("Generating defaults for command {name}");
+    let mut command = match defaults {
+        Value::String(s) => {
+            let mut c = std::process::Command::new("/bin/sh");
+            c.arg("-c").arg(s);
+            c
+        }
+        Value::Array(items) => {
+            let argv = items.iter().map(|i| i.as_str()).collect::<Option<Vec<_>>>().filter(|a| !a.is_empty());
+            let argv = argv.ok_or_else(failed)?;
+            let mut c = std::process::Command::new(argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
         _ => return Err(failed()),
     };
-    let finished = process::run(&Invocation { command: &command, env: None, cwd: None, runas: None }, |_| {})
-        .map_err(|_| failed())?;
-    if finished.code != 0 {
+    // Its stdout is the JSON; stderr only explains a failure.
+    let output = command.stdin(std::process::Stdio::null()).output().map_err(|_| failed())?;
+    tracing::debug!("Defaults script for {name} output: {}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        tracing::error!("Defaults script failed for {name}: {}", String::from_utf8_lossy(&output.stderr));
         return Err(failed());
     }
+    let finished = Finished { code: 0, output: output.stdout };
     let Ok(Value::Object(mut merged)) = serde_json::from_slice::<Value>(&finished.output) else { return Err(failed()) };
     for (key, value) in attributes {
         match (key.as_str(), merged.get_mut(key), value) {

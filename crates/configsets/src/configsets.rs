@@ -54,7 +54,7 @@ pub fn resolve(init: &Map<String, Value>) -> Result<ConfigSets, ModelError> {
     let references = |flat: &[Entry]| -> HashSet<String> {
         flat.iter().filter_map(|e| if let Entry::Reference(r) = e { Some(r.clone()) } else { None }).collect()
     };
-    if entries.iter().all(|(_, flat)| !references(flat).is_empty()) && !entries.is_empty() {
+    if entries.iter().all(|(_, flat)| !references(flat).is_empty()) {
         return Err(ModelError(
             "No configSets exist without references; this creates a circular dependency and is not allowed".into(),
         ));
@@ -114,11 +114,13 @@ fn flatten(value: &Value, out: &mut Vec<Entry>) -> Result<(), ModelError> {
 }
 
 /// The configSets to run, from `-c`: names split on commas and trimmed (an improvement:
-/// the reference kept the spaces of `"a, b"`), empty names dropped; `default` if none.
+/// the reference kept the spaces of `"a, b"` and then found no configSet " b"); an
+/// absent or blank option means `default`.
 pub fn requested(option: Option<&str>) -> Vec<String> {
-    let names: Vec<String> =
-        option.unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
-    if names.is_empty() { vec!["default".to_string()] } else { names }
+    match option.map(str::trim).filter(|o| !o.is_empty()) {
+        None => vec!["default".to_string()],
+        Some(list) => list.split(',').map(|n| n.trim().to_string()).collect(),
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +163,10 @@ mod tests {
     fn errors_use_the_reference_messages() {
         let cases = [
             (json!({"configSets": ["a"]}), "configSets should be a mapping of name to list"),
+            (
+                json!({"configSets": {}}),
+                "No configSets exist without references; this creates a circular dependency and is not allowed",
+            ),
             (json!({"configSets": {"a": [1]}}), BAD_ENTRY),
             (json!({"configSets": {"a": [{"Other": "x"}]}}), BAD_ENTRY),
             (
@@ -187,6 +193,8 @@ mod tests {
         assert_eq!(requested(None), ["default"]);
         assert_eq!(requested(Some("")), ["default"]);
         assert_eq!(requested(Some("a, b")), ["a", "b"]);
-        assert_eq!(requested(Some("a,,b ")), ["a", "b"]);
+        assert_eq!(requested(Some(" ")), ["default"]);
+        // An empty name stays, and fails as "no ConfigSet named  exists" when its turn comes.
+        assert_eq!(requested(Some("a,,b ")), ["a", "", "b"]);
     }
 }

@@ -148,6 +148,7 @@ impl Backup {
         if changed {
             remove_any(&self.bak2);
         } else {
+            moved(&self.bak2, &self.bak);
             let _ = fs::rename(&self.bak2, &self.bak);
         }
     }
@@ -278,7 +279,33 @@ fn write_regular(
         },
     };
 
-    // Ownership first: chown clears setuid/setgid bits, so the mode comes after it.
+    let mode = match spec.mode {
+        Some(mode) => {
+            tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
+            mode & 0o7777
+        }
+        None => match previous {
+            Some(p) if p.meta.is_file() => {
+                let mode = p.meta.mode() & 0o7777;
+                tracing::debug!(
+                    "No mode specified for {}. Setting permissions of the existing file: {}.",
+                    spec.path,
+                    py_oct(mode)
+                );
+                mode
+            }
+            _ => {
+                let mode = (0o666 & !umask) & 0o775;
+                tracing::debug!(
+                    "No mode specified for {}. The file will be created with the mode: {}",
+                    spec.path,
+                    py_oct(mode)
+                );
+                mode
+            }
+        },
+    };
+    // Ownership is applied first: chown clears setuid/setgid bits.
     let (uid, gid) = owner_ids(spec)?;
     let keep_owner = spec.owner.is_none() && spec.group.is_none();
     let (uid, gid) = match previous {
@@ -291,13 +318,6 @@ fn write_regular(
         std::os::unix::fs::fchown(&file, uid, gid)
             .map_err(|e| format!("Could not change the owner of {}: {e}", spec.path))?;
     }
-    let mode = match spec.mode {
-        Some(mode) => mode & 0o7777,
-        None => match previous {
-            Some(p) if p.meta.is_file() => p.meta.mode() & 0o7777,
-            _ => (0o666 & !umask) & 0o775,
-        },
-    };
     file.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(|e| format!("Could not set the mode of {}: {e}", spec.path))?;
     drop(file);
@@ -328,7 +348,10 @@ fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String>
         }
         Content::Text(text) if spec.base64 => {
             tracing::debug!("Decoding base64 content");
-            let cleaned: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+            // Like the reference's decoder, characters outside the alphabet are skipped;
+            // only a wrong length or padding is an error.
+            let cleaned: String =
+                text.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')).collect();
             base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
         }
         Content::Text(text) => match &spec.context {
@@ -354,14 +377,16 @@ fn owner_ids(spec: &FileSpec) -> Result<(Option<u32>, Option<u32>), String> {
         Some(name) => Some(users::group_id(name).ok_or_else(|| format!("{name} is not a valid group name"))?),
         None => None,
     };
-    if spec.mode.is_some() {
-        tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
-    }
     if uid.is_some() || gid.is_some() {
         let show = |id: Option<u32>| id.map_or("-1".to_string(), |i| i.to_string());
         tracing::debug!("Setting owner {} and group {} for {}", show(uid), show(gid), spec.path);
     }
     Ok((uid, gid))
+}
+
+/// Python 2's `oct()`: a leading 0, no 0o.
+fn py_oct(mode: u32) -> String {
+    if mode == 0 { "0".into() } else { format!("0{mode:o}") }
 }
 
 /// The mode as the metadata wrote it, for the log.
@@ -381,6 +406,14 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut Vec<PathBuf>) -> Re
             return Ok(false);
         }
     }
+    if spec.mode.is_some() && fs::metadata(path.parent().unwrap_or(Path::new("/")).join(&target)).is_err() {
+        // The mode is set through the link; with nothing there, fail before changing
+        // anything (the reference created the link, then failed).
+        return Err(format!(
+            "Could not set the mode of {target} through the link {}: No such file or directory",
+            spec.path
+        ));
+    }
     let parent = ensure_parent(path)?;
     touched.push(parent);
     let backup = Backup::take(path)?;
@@ -388,6 +421,9 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut Vec<PathBuf>) -> Re
     let result = (|| {
         let temp = Temp::beside(path);
         std::os::unix::fs::symlink(&target, &temp.path).map_err(|e| format!("Could not create {}: {e}", spec.path))?;
+        if spec.mode.is_some() {
+            tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
+        }
         let (uid, gid) = owner_ids(spec)?;
         if uid.is_some() || gid.is_some() {
             std::os::unix::fs::lchown(&temp.path, uid, gid)

@@ -242,6 +242,8 @@ pub fn command_spec(config: &str, name: &str, attrs: &Map<String, Value>) -> Res
     };
     let env = match attrs.get("env") {
         None | Some(Value::Null) => None,
+        // An empty object counts as no `env` at all, as in the reference.
+        Some(Value::Object(map)) if map.is_empty() => None,
         Some(Value::Object(map)) => Some(
             map.iter()
                 .map(|(k, v)| {
