@@ -11,8 +11,8 @@ use cfn_metadata::auth::Authentication;
 use cfn_metadata::endpoint::Endpoints;
 use cfn_metadata::http::HttpClient;
 use cfn_metadata::retry::{Policy, Verdict};
-use cfn_metadata::{Credentials, DownloadError, Downloader, Imds, ProxyOptions, sigv4};
-use common::{ACCESS_KEY, Emulator, RecordingProxy, SECRET_KEY, unique};
+use cfn_metadata::{DownloadError, Downloader, Imds, ProxyOptions};
+use common::{ACCESS_KEY, Emulator, RecordingProxy, SECRET_KEY};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -69,28 +69,6 @@ impl ReadAll for std::fs::File {
     }
 }
 
-/// A SigV4-signed S3 request to the emulator with the test keys (test set-up only).
-fn s3_request(emulator: &Emulator, method: &str, path: &str, body: &[u8]) -> u16 {
-    let http = HttpClient::new(ProxyOptions::default(), "tests");
-    let host = host_of(&emulator.url);
-    let request = sigv4::Request { method, host: &host, path, query: &[], headers: &[], payload: body };
-    let credentials = Credentials::new(ACCESS_KEY, SECRET_KEY, None);
-    let mut headers =
-        sigv4::sign(&request, &credentials, &sigv4::Scope { region: "us-east-1", service: "s3" }, chrono::Utc::now());
-    headers.push(("Host", host.clone()));
-    let response = http.send(method, &format!("{}{path}", emulator.url), &headers, Some(body)).unwrap();
-    assert!(response.is_success(), "{method} {path}: {} {}", response.status, response.text());
-    response.status
-}
-
-/// A new bucket holding `key` = `body`; returns the object's URL.
-fn s3_object(emulator: &Emulator, key: &str, body: &[u8]) -> (String, String) {
-    let bucket = unique("dl").to_ascii_lowercase();
-    s3_request(emulator, "PUT", &format!("/{bucket}"), b"");
-    s3_request(emulator, "PUT", &format!("/{bucket}/{key}"), body);
-    (bucket.clone(), format!("{}/{bucket}/{key}", emulator.url))
-}
-
 /// Journal entries of requests to a path.
 fn requests_to(emulator: &Emulator, path: &str) -> Vec<Value> {
     let all = emulator.get_json("/_emu/requests");
@@ -104,7 +82,7 @@ fn keys_block(secret: &str, buckets: Value) -> Value {
 #[test]
 fn static_keys_download_and_wrong_keys_fail_after_one_attempt() {
     let emulator = Emulator::shared();
-    let (bucket, url) = s3_object(&emulator, "dir/hello.txt", b"hello from s3\n");
+    let (bucket, url) = emulator.s3_object("dir/hello.txt", b"hello from s3\n");
     let endpoints = s3_endpoints(&[&host_of(&emulator.url)]);
 
     let good = downloader(
@@ -139,7 +117,7 @@ fn static_keys_download_and_wrong_keys_fail_after_one_attempt() {
 #[test]
 fn missing_objects_are_retried_five_times() {
     let emulator = Emulator::shared();
-    let (bucket, _) = s3_object(&emulator, "present", b"x");
+    let (bucket, _) = emulator.s3_object("present", b"x");
     let url = format!("{}/{bucket}/absent", emulator.url);
     let d = downloader(
         json!({"Keys": keys_block(SECRET_KEY, json!(bucket))}),
@@ -156,7 +134,7 @@ fn missing_objects_are_retried_five_times() {
 fn role_credentials_come_from_imds_once() {
     // A private emulator: the IMDS journal must hold only this test's requests.
     let emulator = Emulator::start(&[]);
-    let (bucket, url) = s3_object(&emulator, "role.txt", b"signed with the role\n");
+    let (bucket, url) = emulator.s3_object("role.txt", b"signed with the role\n");
     let imds = Arc::new(Imds::new(&emulator.url, false, Policy::IMDS));
     let d = downloader(
         json!({"Role": {"type": "s3", "roleName": "emulator-role", "buckets": [bucket]}}),
@@ -180,7 +158,7 @@ fn role_credentials_come_from_imds_once() {
 #[test]
 fn a_named_block_wins_over_the_bucket_default_and_unknown_names_fall_back() {
     let emulator = Emulator::shared();
-    let (bucket, url) = s3_object(&emulator, "named", b"named block\n");
+    let (bucket, url) = emulator.s3_object("named", b"named block\n");
     let d = downloader(
         json!({
             "Good": keys_block(SECRET_KEY, json!([])),
@@ -338,7 +316,7 @@ fn s3_credentials_never_go_to_other_hosts() {
 #[test]
 fn a_redirect_to_s3_is_signed_again_and_the_first_hop_gets_nothing() {
     let emulator = Emulator::shared();
-    let (bucket, s3_url) = s3_object(&emulator, "moved.txt", b"moved here\n");
+    let (bucket, s3_url) = emulator.s3_object("moved.txt", b"moved here\n");
     let target = s3_url.clone();
     let (url, seen) = serve(move |_, _| response("307 Temporary Redirect", &[("Location", &target)], b""));
     let d = downloader(

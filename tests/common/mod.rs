@@ -310,6 +310,37 @@ impl Emulator {
         name.to_string()
     }
 
+    /// A SigV4-signed S3 request to the emulator with the test keys (test set-up only).
+    pub fn s3_request(&self, method: &str, path: &str, body: &[u8]) -> u16 {
+        use cfn_metadata::sigv4;
+        let http = cfn_metadata::http::HttpClient::new(cfn_metadata::ProxyOptions::default(), "tests");
+        let host = self.url.trim_start_matches("http://").to_string();
+        let request = sigv4::Request { method, host: &host, path, query: &[], headers: &[], payload: body };
+        let credentials = cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+        let scope = sigv4::Scope { region: "us-east-1", service: "s3" };
+        let mut headers = sigv4::sign(&request, &credentials, &scope, chrono::Utc::now());
+        headers.push(("Host", host.clone()));
+        let response = http.send(method, &format!("{}{path}", self.url), &headers, Some(body)).unwrap();
+        assert!(response.is_success(), "{method} {path}: {} {}", response.status, response.text());
+        response.status
+    }
+
+    /// A new bucket holding `key` = `body`; returns the bucket and the object's URL.
+    pub fn s3_object(&self, key: &str, body: &[u8]) -> (String, String) {
+        let bucket = unique("dl").to_ascii_lowercase();
+        self.s3_request("PUT", &format!("/{bucket}"), b"");
+        self.s3_request("PUT", &format!("/{bucket}/{key}"), body);
+        (bucket.clone(), format!("{}/{bucket}/{key}", self.url))
+    }
+
+    /// An endpoints document (as `ENDPOINTS_OVERRIDE` takes it) that makes this
+    /// emulator an S3 endpoint.
+    pub fn s3_endpoints_document(&self) -> String {
+        let host = self.url.trim_start_matches("http://");
+        serde_json::json!({"Services": {"AmazonS3": {"Endpoints": [{"Region": "us-east-1", "Hostname": host}]}}})
+            .to_string()
+    }
+
     pub fn call(&self, action: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, cfn_metadata::cfn::Error> {
         self.client().call(action, params, true)
     }
