@@ -1155,7 +1155,7 @@ class CfnEmulator:
                 status, headers, data = self._call_moto(fwd, body)
                 code = int(status.split()[0])
                 if code == 200 and action == "CreateStack":
-                    m = re.search(rb"<StackId>([^<]+)</StackId>", data)
+                    m = re.search(rb"<StackId>([^<]+)</StackId>", data) or re.search(rb'"StackId": ?"([^"]+)"', data)
                     if m:
                         after_create(backend(region).get_stack(m.group(1).decode()), params)
                 elif code == 200 and action == "UpdateStack":
