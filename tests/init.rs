@@ -634,3 +634,129 @@ fn a_download_that_fails_half_way_leaves_the_previous_file() {
     let leftovers: Vec<_> = std::fs::read_dir(host.p("")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Downloads with AWS::CloudFormation::Authentication (INIT-FILES-05, INIT-AUTH-*)
+// ---------------------------------------------------------------------------
+
+/// cfn-init with the emulator registered as an S3 endpoint, as an
+/// `endpoints-override.json` would.
+fn init_with_s3(host: &Host, emulator: &Emulator, metadata: &Value, imds: Option<&str>) -> Run {
+    let endpoints = host.sandbox.path("endpoints.json");
+    std::fs::write(&endpoints, emulator.s3_endpoints_document()).unwrap();
+    let file = host.sandbox.path(&format!("{}.json", unique("metadata")));
+    std::fs::write(&file, metadata.to_string()).unwrap();
+    let mut cmd = host.sandbox.cmd("cfn-init").arg("-v").arg(&file).env("ENDPOINTS_OVERRIDE", &endpoints);
+    if let Some(url) = imds {
+        cmd = cmd.env("AWS_EC2_METADATA_SERVICE_ENDPOINT", url);
+    }
+    cmd.run()
+}
+
+#[test]
+fn sources_from_s3_are_signed_with_static_keys_or_a_role() {
+    let emulator = Emulator::shared();
+    let host = Host::new();
+    let (bucket, url) = emulator.s3_object("app/config.txt", b"hello {{name}}\n");
+    let (_, plain_url) = emulator.s3_object("plain.txt", b"plain body");
+    let metadata = json!({
+        "AWS::CloudFormation::Authentication": {
+            "keys": {"type": "S3", "accessKeyId": ACCESS_KEY, "secretKey": SECRET_KEY, "buckets": [bucket]},
+            "role": {"type": "s3", "roleName": "emulator-role"}
+        },
+        "AWS::CloudFormation::Init": {"config": {"files": {
+            host.p("by-bucket.txt"): {"source": url},
+            host.p("templated.txt"): {"source": url, "context": {"name": "world"}},
+            host.p("by-role.txt"): {"source": plain_url, "authentication": "role"}
+        }}}
+    });
+    init_with_s3(&host, &emulator, &metadata, Some(&emulator.url)).code(0).stderr_is("");
+    assert_eq!(host.read("by-bucket.txt"), "hello {{name}}\n");
+    assert_eq!(host.read("templated.txt"), "hello world\n");
+    assert_eq!(host.read("by-role.txt"), "plain body");
+    // The emulator validated every signature; the role's requests carried its token.
+    let gets: Vec<Value> = emulator
+        .get_json("/_emu/requests?kind=other")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.ends_with(".txt")))
+        .filter(|r| r["path"].as_str().unwrap().contains(&bucket) || r["path"].as_str().unwrap().ends_with("plain.txt"))
+        .cloned()
+        .collect();
+    assert!(gets.iter().all(|r| r["auth_scheme"] == "AWS4-HMAC-SHA256" && r["status"] == 200), "{gets:#?}");
+
+    // Wrong keys: the download fails after one attempt (403 is terminal) and no file is written.
+    let wrong = json!({
+        "AWS::CloudFormation::Authentication": {"keys": {"type": "S3", "accessKeyId": ACCESS_KEY, "secretKey": "wrong", "buckets": bucket}},
+        "AWS::CloudFormation::Init": {"config": {"files": {host.p("denied.txt"): {"source": url}}}}
+    });
+    let run = init_with_s3(&host, &emulator, &wrong, None);
+    run.code(1);
+    assert!(run.stderr.starts_with(&format!("Error occurred during build: Failed to retrieve {url}: HTTP Error 403 : ")), "{run}");
+    assert!(!host.exists("denied.txt"));
+}
+
+#[test]
+fn basic_authentication_is_sent_to_the_uris_it_names() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let netloc = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut authorized = false;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                // "user:s3cret" in base64.
+                authorized |= line.trim() == "Authorization: Basic dXNlcjpzM2NyZXQ=" || line.trim() == "authorization: Basic dXNlcjpzM2NyZXQ=";
+            }
+            let mut stream = stream;
+            let answer: &[u8] = if authorized {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret"
+            } else {
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 4\r\n\r\nnope"
+            };
+            let _ = stream.write_all(answer);
+        }
+    });
+    let host = Host::new();
+    let url = format!("http://{netloc}/protected");
+    let metadata = |uris: Value| {
+        json!({
+            "AWS::CloudFormation::Authentication": {"web": {"type": "basic", "username": "user", "password": "s3cret", "uris": uris}},
+            "AWS::CloudFormation::Init": {"config": {"files": {host.p("fetched"): {"source": url}}}}
+        })
+    };
+    host.init(&metadata(json!([netloc])), &[]).code(0).stderr_is("");
+    assert_eq!(host.read("fetched"), "secret");
+    // The documented prefix form matches too.
+    std::fs::remove_file(host.p("fetched")).unwrap();
+    host.init(&metadata(json!([format!("http://{netloc}/")])), &[]).code(0);
+    assert_eq!(host.read("fetched"), "secret");
+    // Another host: no credentials, so the server refuses (401 is terminal).
+    std::fs::remove_file(host.p("fetched")).unwrap();
+    let run = host.init(&metadata(json!(["example.com"])), &[]);
+    run.code(1).stderr_is(&build_error(&format!("Failed to retrieve {url}: HTTP Error 401 : nope")));
+    assert!(!host.exists("fetched"));
+    assert!(!host.log().contains("s3cret"), "the password reached the log");
+}
+
+#[test]
+fn configset_errors_come_from_stack_metadata_too() {
+    let emulator = Emulator::shared();
+    let host = Host::new();
+    let init = json!({"configSets": {"default": [{"ConfigSet": "missing"}]}});
+    let stack = emulator.create_stack(&unique("badsets"), &instance_template(&json!({"AWS::CloudFormation::Init": init})));
+    host.sandbox
+        .cmd("cfn-init")
+        .args(["-s", &stack, "-r", "Instance", "-c", "default"])
+        .with_keys(&emulator)
+        .run()
+        .code(1)
+        .stdout_is("")
+        .stderr_is(&build_error("Configuration set missing was referenced but not defined"));
+}
