@@ -468,7 +468,8 @@ fn mustache_templates_render_with_their_context() {
     assert_eq!(host.read("no-context.txt"), "{{a}} stays");
     // JSON content is not a template, as in the reference.
     assert_eq!(host.read("json.json"), r#"{"k": "{{v}}"}"#);
-    host.config(json!({"files": {host.p("bad"): {"content": "{{#open}}", "context": {}}}})).code(1);
+    // A mismatched end tag fails, as in pystache (an unclosed section does not).
+    host.config(json!({"files": {host.p("bad"): {"content": "{{#a}}x{{/b}}", "context": {}}}})).code(1);
     assert!(!host.exists("bad"));
 }
 
