@@ -8,6 +8,7 @@
 //! clap cannot reproduce these error texts, prefix rules or the help layout, so the
 //! tools describe their options in a table here and get typed values back.
 
+use cfn_host::py_repr;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -326,31 +327,6 @@ pub fn parse_int(text: &str) -> Option<i64> {
     }
     let n = i64::from_str_radix(digits, radix).ok()?;
     Some(if negative { -n } else { n })
-}
-
-/// Python's `repr()` of a string, as optparse puts it in error messages.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::new();
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// optparse reads `COLUMNS` for the help width (minus 2); 80 by default.

@@ -5,8 +5,8 @@
 
 use crate::engine::{banner, cmd_log};
 use crate::model::{self, CommandSpec};
-use crate::process::{self, Finished, Invocation};
-use crate::users::{self, User};
+use cfn_host::process::{self, Finished, Invocation};
+use cfn_host::users::{self, User};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 

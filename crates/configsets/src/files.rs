@@ -10,8 +10,8 @@
 
 use crate::engine::Environment;
 use crate::model::{self, Content, FileSpec};
-use crate::users;
 use base64::Engine;
+use cfn_host::users;
 use serde_json::Value;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};

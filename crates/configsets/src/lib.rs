@@ -14,7 +14,5 @@ pub mod engine;
 pub mod files;
 pub mod model;
 pub mod mustache;
-pub mod process;
-pub mod users;
 
 pub use engine::{BuildError, Environment, Fetch, build};

@@ -158,45 +158,26 @@ pub fn parse_mode(value: &Value) -> Option<u32> {
     u32::from_str_radix(&digits, 8).ok().filter(|m| *m <= 0o177777)
 }
 
-/// A command line: a string runs through `/bin/sh -c`, a list is run directly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommandLine {
-    Shell(String),
-    Argv(Vec<String>),
-}
+pub use cfn_host::CommandLine;
 
-impl CommandLine {
-    fn parse(config: &str, name: &str, key: &str, value: &Value) -> Result<CommandLine, ModelError> {
-        match value {
-            Value::String(s) => Ok(CommandLine::Shell(s.clone())),
-            Value::Array(items) if !items.is_empty() => items
-                .iter()
-                .map(|item| {
-                    scalar_text(item).ok_or_else(|| {
-                        ModelError::at(config, "commands", name, format!("{key} must be a string or a list of strings"))
-                    })
+fn parse_command_line(config: &str, name: &str, key: &str, value: &Value) -> Result<CommandLine, ModelError> {
+    match value {
+        Value::String(s) => Ok(CommandLine::Shell(s.clone())),
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|item| {
+                scalar_text(item).ok_or_else(|| {
+                    ModelError::at(config, "commands", name, format!("{key} must be a string or a list of strings"))
                 })
-                .collect::<Result<Vec<_>, _>>()
-                .map(CommandLine::Argv),
-            _ => Err(ModelError::at(
-                config,
-                "commands",
-                name,
-                format!("{key} must be a string or a non-empty list of strings"),
-            )),
-        }
-    }
-
-    /// How the reference shows the command in `Command <name> (<command>) failed`.
-    pub fn shown(&self) -> String {
-        match self {
-            CommandLine::Shell(s) => s.clone(),
-            CommandLine::Argv(argv) => {
-                let items: Vec<String> =
-                    argv.iter().map(|a| format!("'{}'", a.replace('\\', "\\\\").replace('\'', "\\'"))).collect();
-                format!("[{}]", items.join(", "))
-            }
-        }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(CommandLine::Argv),
+        _ => Err(ModelError::at(
+            config,
+            "commands",
+            name,
+            format!("{key} must be a string or a non-empty list of strings"),
+        )),
     }
 }
 
@@ -238,7 +219,7 @@ pub fn command_spec(config: &str, name: &str, attrs: &Map<String, Value>) -> Res
         None | Some(Value::Null) => {
             return Err(ModelError(format!("{name} does not specify the 'command' attribute, which is required")));
         }
-        Some(v) => CommandLine::parse(config, name, "command", v)?,
+        Some(v) => parse_command_line(config, name, "command", v)?,
     };
     let env = match attrs.get("env") {
         None | Some(Value::Null) => None,
@@ -264,7 +245,7 @@ pub fn command_spec(config: &str, name: &str, attrs: &Map<String, Value>) -> Res
     };
     let test = match attrs.get("test") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(CommandLine::parse(config, name, "test", v)?),
+        Some(v) => Some(parse_command_line(config, name, "test", v)?),
     };
     Ok(CommandSpec {
         name: name.to_string(),
@@ -345,6 +326,6 @@ mod tests {
         assert_eq!(c.env, Some(vec![("A".into(), "1".into()), ("N".into(), "2".into())]));
         assert!(c.ignore_errors);
         assert_eq!(c.test, Some(CommandLine::Shell("true".into())));
-        assert_eq!(CommandLine::Argv(vec!["a".into(), "it's".into()]).shown(), r"['a', 'it\'s']");
+        assert_eq!(CommandLine::Argv(vec!["a".into(), "it's".into()]).shown(), r#"['a', "it's"]"#);
     }
 }

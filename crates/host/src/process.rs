@@ -7,7 +7,7 @@
 //! through `su user -c …` as the reference did, which broke multi-word commands
 //! (BUG-RUNAS) and refused users with a `nologin` shell.
 
-use crate::model::CommandLine;
+use crate::CommandLine;
 use crate::users::{self, User};
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
