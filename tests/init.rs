@@ -694,7 +694,10 @@ fn sources_from_s3_are_signed_with_static_keys_or_a_role() {
     });
     let run = init_with_s3(&host, &emulator, &wrong, None);
     run.code(1);
-    assert!(run.stderr.starts_with(&format!("Error occurred during build: Failed to retrieve {url}: HTTP Error 403 : ")), "{run}");
+    assert!(
+        run.stderr.starts_with(&format!("Error occurred during build: Failed to retrieve {url}: HTTP Error 403 : ")),
+        "{run}"
+    );
     assert!(!host.exists("denied.txt"));
 }
 
@@ -713,7 +716,8 @@ fn basic_authentication_is_sent_to_the_uris_it_names() {
                     break;
                 }
                 // "user:s3cret" in base64.
-                authorized |= line.trim() == "Authorization: Basic dXNlcjpzM2NyZXQ=" || line.trim() == "authorization: Basic dXNlcjpzM2NyZXQ=";
+                authorized |= line.trim() == "Authorization: Basic dXNlcjpzM2NyZXQ="
+                    || line.trim() == "authorization: Basic dXNlcjpzM2NyZXQ=";
             }
             let mut stream = stream;
             let answer: &[u8] = if authorized {
@@ -751,7 +755,8 @@ fn configset_errors_come_from_stack_metadata_too() {
     let emulator = Emulator::shared();
     let host = Host::new();
     let init = json!({"configSets": {"default": [{"ConfigSet": "missing"}]}});
-    let stack = emulator.create_stack(&unique("badsets"), &instance_template(&json!({"AWS::CloudFormation::Init": init})));
+    let stack =
+        emulator.create_stack(&unique("badsets"), &instance_template(&json!({"AWS::CloudFormation::Init": init})));
     host.sandbox
         .cmd("cfn-init")
         .args(["-s", &stack, "-r", "Instance", "-c", "default"])
