@@ -39,7 +39,7 @@ pub fn run() -> Result<ExitCode> {
     println!("    listening at {}", emulator.url);
 
     step(&format!("Creating stack {STACK} with an instance whose metadata holds AWS::CloudFormation::Init"));
-    create_stack(&emulator.url)?;
+    create_stack(&emulator.url, &demo)?;
 
     let tool = |name: &str| {
         let mut cmd = Command::new(demo.join("bin").join(name));
@@ -72,6 +72,28 @@ pub fn run() -> Result<ExitCode> {
         "--url",
         &emulator.url,
     ]))?;
+
+    step("cfn-init: the `demo` configSet writes a templated page and runs two commands (instance identity)");
+    show(tool("cfn-init").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url).args([
+        "-v",
+        "-s",
+        STACK,
+        "-r",
+        "WebServer",
+        "-c",
+        "demo",
+        "--url",
+        &emulator.url,
+    ]))?;
+    let page = demo.join("www/index.html");
+    println!("    {}:", short_path(&page));
+    for line in std::fs::read_to_string(&page).unwrap_or_default().lines() {
+        println!("    | {line}");
+    }
+    println!("    {}:", short_path(&demo.join("log/cfn-init-cmd.log")));
+    for line in std::fs::read_to_string(demo.join("log/cfn-init-cmd.log")).unwrap_or_default().lines() {
+        println!("    | {line}");
+    }
 
     step("Errors look like the reference's");
     show(tool("cfn-get-metadata").args(["-s", STACK, "-r", "WebServer", "-k", "App.nope"]).args(keys))?;
@@ -110,13 +132,28 @@ fn short_path(path: &Path) -> String {
     path.strip_prefix(workspace()).map(|p| p.display().to_string()).unwrap_or_else(|_| path.display().to_string())
 }
 
-fn create_stack(url: &str) -> Result<()> {
+fn create_stack(url: &str, demo: &Path) -> Result<()> {
+    let www = demo.join("www").display().to_string();
     let template = json!({
         "Resources": {
             "WebServer": {
                 "Type": "AWS::EC2::Instance",
                 "Metadata": {
                     "AWS::CloudFormation::Init": {
+                        "configSets": {"default": ["config"], "demo": ["site"]},
+                        "site": {
+                            "files": {
+                                format!("{www}/index.html"): {
+                                    "content": "<title>{{title}}</title><h1>{{title}}</h1>\n<p>Stack {{stack}}</p>\n",
+                                    "context": {"title": "Hello World", "stack": {"Ref": "AWS::StackName"}},
+                                    "mode": "000644"
+                                }
+                            },
+                            "commands": {
+                                "01_count": {"command": format!("wc -c {www}/index.html")},
+                                "02_skip": {"command": "echo never", "test": format!("test ! -e {www}/index.html")}
+                            }
+                        },
                         "config": {
                             "packages": {"apt": {"nginx": []}},
                             "files": {"/var/www/html/index.html": {
