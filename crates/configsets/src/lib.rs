@@ -14,5 +14,6 @@ pub mod engine;
 pub mod files;
 pub mod model;
 pub mod mustache;
+pub mod sources;
 
 pub use engine::{BuildError, Environment, Fetch, build};

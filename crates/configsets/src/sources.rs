@@ -1,0 +1,1232 @@
+//! The `sources` section (INIT-SRC-01..07, SEC-01): each target directory, in sorted
+//! order, gets an archive (a URL or a local file) unpacked into it.
+//!
+//! * Remote locations (`http`, `https`, `ftp`, any case) are downloaded with default
+//!   authentication only (INIT-SRC-06) into an anonymous temporary file; `ftp` is refused
+//!   with a clear message (the downloader speaks HTTP(S) only).
+//! * The format is found from the content, never the name (INIT-SRC-02): tar (plain,
+//!   gzip, bzip2, xz, zstd) is tried first, then zip, as the reference does.
+//! * Extraction is safe (INIT-SRC-03, SEC-01; the reference had SEC-TRAVERSAL and
+//!   SEC-SYMLINK). A first pass reads every member's header and refuses the whole
+//!   archive, before anything is written, when a member name is absolute or climbs out of
+//!   the target (`..` is resolved component by component), when a symbolic link points
+//!   to an absolute path or out of the target, when a hard link names something out of
+//!   the target, or when a member is a device node or a FIFO. The second pass extracts;
+//!   every path is resolved on the real file system (existing symbolic links followed,
+//!   like `realpath`) and must stay under the target, so nothing is ever written through
+//!   a symbolic link that leads outside, whether the link came from the archive or was
+//!   there before. An existing file or link at a member's path is replaced (never
+//!   written through), by a temporary file renamed over it.
+//! * Modes come from the archive without setuid/setgid (dropped with a warning); the
+//!   archive's owners are ignored (files belong to the user running cfn-init,
+//!   WEAK-owner); tar mtimes are restored. Zip entries without Unix mode bits get
+//!   0644/0755 (0444/0555 when marked read-only) instead of the reference's 0000
+//!   (BUG-ZIPMODE). Directory modes and mtimes are applied last, deepest first.
+//! * GitHub archives (INIT-SRC-04): when the lower-cased location matches the
+//!   reference's `^https?://github.com/.*?/(zipball|tarball)/.*$` and every member lies
+//!   under one top-level directory, that directory is stripped.
+//! * Every target processed counts as changed (INIT-SRC-07), as in the reference.
+
+use crate::engine::Environment;
+use crate::model;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Symbolic links followed while resolving one path before giving up (Linux's limit).
+const MAX_LINKS: usize = 40;
+/// Memory an xz stream may ask for (KiB); `xz -9` needs about 65 MiB.
+const XZ_MEM_LIMIT_KB: u32 = 512 * 1024;
+
+/// Applies the section's sources; returns the target directories that changed.
+pub fn apply(config: &str, entries: &[(&String, &Value)], env: &Environment<'_>) -> Result<Vec<String>, String> {
+    let mut changed = Vec::new();
+    for (target, value) in entries {
+        let location = match value {
+            Value::String(s) => s.as_str(),
+            other => {
+                return Err(model::ModelError::at(
+                    config,
+                    "sources",
+                    target,
+                    format!("must be a string, not {}", model::kind(other)),
+                )
+                .0);
+            }
+        };
+        let mut file = open_location(location, env)?;
+        let format = detect(&mut file).map_err(|e| format!("Failed to read {location}: {e}"))?;
+        let format = match format {
+            Some(f @ Format::Tar(_)) => {
+                tracing::debug!("Treating {location} as a tarball");
+                f
+            }
+            Some(Format::Zip) => {
+                tracing::debug!("Treating {location} as a zip archive");
+                Format::Zip
+            }
+            None => return Err(format!("Unsupported source file (not zip or tarball): {location}")),
+        };
+        let archive = Archive { file, format, location, target };
+        tracing::debug!("Checking to ensure that all archive members fall under path {target}");
+        let mut plan = archive.plan()?;
+        if is_github_archive(location) {
+            tracing::debug!("Attempting to magically strip GitHub parent directory from archive");
+            if !strip_top_directory(&mut plan) {
+                tracing::debug!("GitHub magic is not possible; archive does not contain exactly one directory");
+            }
+        }
+        archive.check_links(&plan)?;
+        tracing::debug!("Expanding {location} into {target}");
+        archive.extract(plan)?;
+        changed.push(target.to_string());
+    }
+    Ok(changed)
+}
+
+/// Whether `location` is downloaded rather than read from disk (the reference's
+/// `^(https?|ftp)://`, any case).
+pub fn is_remote(location: &str) -> bool {
+    let lower = location.get(..8).unwrap_or(location).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("ftp://")
+}
+
+/// The reference's GitHub test: the lower-cased location matches
+/// `^https?://github.com/.*?/(zipball|tarball)/.*$` (the `.` of `github.com` matches
+/// any character but a newline, as a regex dot does, and so does `.*`).
+pub fn is_github_archive(location: &str) -> bool {
+    let lower = location.to_lowercase();
+    let Some(rest) = lower.strip_prefix("http://").or_else(|| lower.strip_prefix("https://")) else {
+        return false;
+    };
+    let mut chars = rest.chars();
+    let host_ok = rest.starts_with("github") && {
+        chars.by_ref().take(6).for_each(drop);
+        chars.next().is_some_and(|c| c != '\n')
+    };
+    if !host_ok {
+        return false;
+    }
+    let path = chars.as_str();
+    let Some(path) = path.strip_prefix("com/") else { return false };
+    // `.*$` may end before one final newline; nothing else may be a newline.
+    let path = path.strip_suffix('\n').unwrap_or(path);
+    if path.contains('\n') {
+        return false;
+    }
+    path.contains("/zipball/") || path.contains("/tarball/")
+}
+
+/// The archive as a file positioned anywhere: a downloaded temporary file or the local
+/// file itself.
+fn open_location(location: &str, env: &Environment<'_>) -> Result<File, String> {
+    if is_remote(location) {
+        if location[..3].eq_ignore_ascii_case("ftp") {
+            return Err(format!(
+                "Failed to retrieve {location}: ftp:// URLs are not supported by cfn-bootstrap (use http, https or S3)"
+            ));
+        }
+        let mut file = tempfile::tempfile().map_err(|e| format!("Failed to retrieve {location}: {e}"))?;
+        env.fetch.fetch(location, None, &mut file).map_err(|e| format!("Failed to retrieve {location}: {e}"))?;
+        Ok(file)
+    } else {
+        if !fs::metadata(location).is_ok_and(|m| m.is_file()) {
+            return Err(format!("{location} does not exist"));
+        }
+        File::open(location).map_err(|e| format!("Failed to open {location}: {e}"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    None,
+    Gzip,
+    Bzip2,
+    Xz,
+    Zstd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Tar(Compression),
+    Zip,
+}
+
+/// A decompressing reader over the whole file, from its start.
+fn decoder<'a>(file: &'a mut File, compression: Compression) -> io::Result<Box<dyn Read + 'a>> {
+    file.seek(SeekFrom::Start(0))?;
+    let input = BufReader::with_capacity(64 * 1024, file);
+    Ok(match compression {
+        Compression::None => Box::new(input),
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+        Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+        Compression::Xz => Box::new(lzma_rust2::XzReader::new_mem_limit(input, true, XZ_MEM_LIMIT_KB)),
+        Compression::Zstd => Box::new(
+            ruzstd::decoding::StreamingDecoder::new(input)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+        ),
+    })
+}
+
+/// Reads until `buf` is full or the input ends; the count read.
+fn read_up_to(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The archive's format from its first bytes: a (possibly compressed) tar whose first
+/// header block is valid (or all zeros: an empty tar), else a zip with a readable
+/// central directory, else `None`.
+fn detect(file: &mut File) -> io::Result<Option<Format>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut magic = [0u8; 6];
+    let n = read_up_to(file, &mut magic)?;
+    let compression = match &magic[..n] {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [b'B', b'Z', b'h', ..] => Compression::Bzip2,
+        [0xfd, b'7', b'z', b'X', b'Z', 0] => Compression::Xz,
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
+        _ => Compression::None,
+    };
+    let mut block = [0u8; 512];
+    let is_tar = match decoder(file, compression) {
+        Ok(mut input) => {
+            matches!(read_up_to(&mut input, &mut block), Ok(512)) && (header_checksum_ok(&block) || block == [0u8; 512])
+        }
+        Err(_) => false,
+    };
+    if is_tar {
+        return Ok(Some(Format::Tar(compression)));
+    }
+    file.seek(SeekFrom::Start(0))?;
+    if zip::ZipArchive::new(&mut *file).is_ok() {
+        return Ok(Some(Format::Zip));
+    }
+    Ok(None)
+}
+
+/// Whether a tar header block's checksum field matches its content (unsigned or signed
+/// byte sum with the field itself counted as spaces, as tar readers accept both).
+fn header_checksum_ok(block: &[u8; 512]) -> bool {
+    let field = &block[148..156];
+    let digits: Vec<u8> =
+        field.iter().copied().skip_while(|b| *b == b' ').take_while(|b| (b'0'..=b'7').contains(b)).collect();
+    if digits.is_empty() {
+        return false;
+    }
+    let Ok(stored) = u32::from_str_radix(std::str::from_utf8(&digits).unwrap_or("x"), 8) else {
+        return false;
+    };
+    let (mut unsigned, mut signed) = (0u32, 0i32);
+    for (i, b) in block.iter().enumerate() {
+        let b = if (148..156).contains(&i) { b' ' } else { *b };
+        unsigned += u32::from(b);
+        signed += i32::from(b as i8);
+    }
+    stored == unsigned || i64::from(stored) == i64::from(signed)
+}
+
+/// What a member is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    /// Target as stored (relative to the member's directory).
+    Symlink(OsString),
+    /// Target as normalised components from the archive root.
+    Hardlink(Vec<OsString>),
+    /// Not extracted (pax global headers, unknown types); logged when `warn`.
+    Skip {
+        warn: bool,
+    },
+}
+
+/// One member as the first pass saw it.
+#[derive(Debug, Clone)]
+struct Member {
+    /// The name in the archive, for messages.
+    name: String,
+    /// Normalised path components under the target (empty: the target itself).
+    rel: Vec<OsString>,
+    kind: Kind,
+    /// Permission bits to apply (setuid/setgid already dropped).
+    mode: u32,
+    mtime: Option<u64>,
+}
+
+struct Archive<'a> {
+    file: File,
+    format: Format,
+    location: &'a str,
+    target: &'a str,
+}
+
+/// Member-name components made safe: `.` and empty ones dropped, `..` resolved against
+/// what came before; `None` when the name is absolute or climbs above its start.
+fn normalise(start: &[OsString], name: &[u8]) -> Option<Vec<OsString>> {
+    if name.first() == Some(&b'/') {
+        return None;
+    }
+    let mut out = start.to_vec();
+    for part in name.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                out.pop()?;
+            }
+            other => out.push(OsStr::from_bytes(other).to_os_string()),
+        }
+    }
+    Some(out)
+}
+
+fn display(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Strips the single top-level directory every member lies under (GitHub archives);
+/// false when there is no such directory.
+fn strip_top_directory(plan: &mut [Member]) -> bool {
+    let mut top: Option<&OsString> = None;
+    let mut is_dir = false;
+    for m in plan.iter().filter(|m| !matches!(m.kind, Kind::Skip { .. }) && !m.rel.is_empty()) {
+        match top {
+            None => top = Some(&m.rel[0]),
+            Some(t) if *t == m.rel[0] => {}
+            Some(_) => return false,
+        }
+        is_dir |= m.rel.len() > 1 || m.kind == Kind::Dir;
+    }
+    let Some(top) = top.cloned() else { return false };
+    if !is_dir {
+        return false;
+    }
+    for m in plan.iter_mut() {
+        if m.rel.len() <= 1 {
+            // The top directory itself (and a `./` entry): not extracted.
+            m.kind = Kind::Skip { warn: false };
+            continue;
+        }
+        m.rel.remove(0);
+        if let Kind::Hardlink(link) = &mut m.kind {
+            if link.first() == Some(&top) {
+                link.remove(0);
+            } else {
+                // Outside the stripped tree: nothing left to link to.
+                link.insert(0, OsString::from(".."));
+            }
+        }
+    }
+    true
+}
+
+impl Archive<'_> {
+    fn refuse(&self, member: &str, why: impl std::fmt::Display) -> String {
+        format!("Refusing to extract {}: {member} {why}", self.location)
+    }
+
+    fn not_sub_path(&self, member: &str) -> String {
+        self.refuse(member, format!("is not a sub-path of {}", self.target))
+    }
+
+    fn read_error(&self, e: impl std::fmt::Display) -> String {
+        format!("Failed to read {}: {e}", self.location)
+    }
+
+    /// First pass: every member's header, checked; nothing is written.
+    fn plan(&self) -> Result<Vec<Member>, String> {
+        let mut file = self.file.try_clone().map_err(|e| self.read_error(e))?;
+        let mut plan = Vec::new();
+        match self.format {
+            Format::Tar(c) => {
+                let input = decoder(&mut file, c).map_err(|e| self.read_error(e))?;
+                let mut tar = tar::Archive::new(input);
+                for entry in tar.entries().map_err(|e| self.read_error(e))? {
+                    let entry = entry.map_err(|e| self.read_error(e))?;
+                    plan.push(self.tar_member(&entry)?);
+                }
+            }
+            Format::Zip => {
+                let attrs = file.try_clone().map_err(|e| self.read_error(e))?;
+                file.seek(SeekFrom::Start(0)).map_err(|e| self.read_error(e))?;
+                let mut zip = zip::ZipArchive::new(&mut file).map_err(|e| self.read_error(e))?;
+                for i in 0..zip.len() {
+                    let entry = zip.by_index_raw(i).map_err(|e| self.read_error(e))?;
+                    plan.push(self.zip_member(&entry, &attrs)?);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    fn tar_member<R: Read>(&self, entry: &tar::Entry<'_, R>) -> Result<Member, String> {
+        use tar::EntryType as T;
+        let raw = entry.path_bytes();
+        let name = display(&raw);
+        let header = entry.header();
+        let etype = header.entry_type();
+        let mut kind = match etype {
+            T::Regular | T::Continuous | T::GNUSparse if raw.ends_with(b"/") => Kind::Dir,
+            T::Regular | T::Continuous | T::GNUSparse => Kind::File,
+            T::Directory => Kind::Dir,
+            T::Symlink | T::Link => {
+                let link = entry.link_name_bytes().map(|l| l.into_owned()).unwrap_or_default();
+                if etype == T::Symlink {
+                    Kind::Symlink(OsStr::from_bytes(&link).to_os_string())
+                } else {
+                    let comps = normalise(&[], &link).ok_or_else(|| {
+                        self.refuse(&name, format!("is a hard link to {}, outside {}", display(&link), self.target))
+                    })?;
+                    Kind::Hardlink(comps)
+                }
+            }
+            T::Char => return Err(self.refuse(&name, "is a character device")),
+            T::Block => return Err(self.refuse(&name, "is a block device")),
+            T::Fifo => return Err(self.refuse(&name, "is a FIFO")),
+            T::XGlobalHeader => Kind::Skip { warn: false },
+            _ => Kind::Skip { warn: true },
+        };
+        let rel = match kind {
+            Kind::Skip { .. } => Vec::new(),
+            _ => normalise(&[], &raw).ok_or_else(|| self.not_sub_path(&name))?,
+        };
+        if rel.is_empty() && matches!(kind, Kind::File | Kind::Symlink(_) | Kind::Hardlink(_)) {
+            return Err(self.refuse(&name, "does not name a file"));
+        }
+        if let Kind::Skip { warn: true } = kind {
+            tracing::warn!("Skipping {name} in {}: unsupported tar member type {:?}", self.location, etype);
+            kind = Kind::Skip { warn: false };
+        }
+        let mode = header.mode().map_err(|e| self.read_error(e))?;
+        let mtime = header.mtime().ok();
+        Ok(Member { mode: self.safe_mode(&name, mode), name, rel, kind, mtime })
+    }
+
+    fn zip_member<R: Read>(&self, entry: &zip::read::ZipFile<'_, R>, attrs: &File) -> Result<Member, String> {
+        let name = entry.name().to_string();
+        let dir = entry.is_dir();
+        let rel = normalise(&[], name.as_bytes()).ok_or_else(|| self.not_sub_path(&name))?;
+        if rel.is_empty() && !dir {
+            return Err(self.refuse(&name, "does not name a file"));
+        }
+        let external = zip_external_attributes(entry, attrs);
+        let unix = external.map(|a| a >> 16).or_else(|| entry.unix_mode()).unwrap_or(0);
+        let mode = if unix & 0o7777 != 0 {
+            unix & 0o7777
+        } else {
+            // No Unix mode (archives made on Windows): the usual defaults, read-only when
+            // the DOS read-only attribute says so (BUG-ZIPMODE: the reference used 0000).
+            let base = if dir { 0o755 } else { 0o644 };
+            if external.is_some_and(|a| a & 1 == 1) { base & !0o222 } else { base }
+        };
+        // Zip symbolic links are written as regular files holding the link target, as
+        // the reference does; nothing is followed.
+        let kind = if dir { Kind::Dir } else { Kind::File };
+        Ok(Member { mode: self.safe_mode(&name, mode), name, rel, kind, mtime: None })
+    }
+
+    /// The permission bits to apply: setuid and setgid are dropped.
+    fn safe_mode(&self, name: &str, mode: u32) -> u32 {
+        let mode = mode & 0o7777;
+        if mode & 0o6000 != 0 {
+            tracing::warn!("Dropping the setuid/setgid bits of {name} from {}", self.location);
+        }
+        mode & 0o1777
+    }
+
+    /// Links must stay inside the target, judged on names alone (the second pass checks
+    /// the file system again).
+    fn check_links(&self, plan: &[Member]) -> Result<(), String> {
+        for m in plan {
+            match &m.kind {
+                Kind::Symlink(link) => {
+                    let shown = display(link.as_bytes());
+                    if link.as_bytes().first() == Some(&b'/') {
+                        return Err(self.refuse(&m.name, format!("is a symbolic link to the absolute path {shown}")));
+                    }
+                    if normalise(&m.rel[..m.rel.len() - 1], link.as_bytes()).is_none() {
+                        return Err(
+                            self.refuse(&m.name, format!("is a symbolic link to {shown}, outside {}", self.target))
+                        );
+                    }
+                }
+                Kind::Hardlink(link) if link.is_empty() || link.first().is_some_and(|c| c == "..") => {
+                    return Err(self.refuse(&m.name, format!("is a hard link outside {}", self.target)));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Second pass: writes the members the plan allows.
+    fn extract(&self, plan: Vec<Member>) -> Result<(), String> {
+        let target = Path::new(self.target);
+        fs::create_dir_all(target).map_err(|e| format!("Failed to create {}: {e}", self.target))?;
+        let root = fs::canonicalize(target).map_err(|e| format!("Failed to create {}: {e}", self.target))?;
+        let mut writer = Writer { archive: self, root, dirs: Vec::new() };
+        let mut file = self.file.try_clone().map_err(|e| self.read_error(e))?;
+        let changed = || self.read_error("the archive changed while it was being extracted");
+        let mut count = 0;
+        match self.format {
+            Format::Tar(c) => {
+                let input = decoder(&mut file, c).map_err(|e| self.read_error(e))?;
+                let mut tar = tar::Archive::new(input);
+                for (i, entry) in tar.entries().map_err(|e| self.read_error(e))?.enumerate() {
+                    let mut entry = entry.map_err(|e| self.read_error(e))?;
+                    let member = plan.get(i).ok_or_else(changed)?;
+                    writer.member(member, &mut entry)?;
+                    count += 1;
+                }
+            }
+            Format::Zip => {
+                file.seek(SeekFrom::Start(0)).map_err(|e| self.read_error(e))?;
+                let mut zip = zip::ZipArchive::new(&mut file).map_err(|e| self.read_error(e))?;
+                for i in 0..zip.len() {
+                    let member = plan.get(i).ok_or_else(changed)?;
+                    if !matches!(member.kind, Kind::Skip { .. }) {
+                        let mut entry = zip.by_index(i).map_err(|e| self.read_error(e))?;
+                        writer.member(member, &mut entry)?;
+                    }
+                    count += 1;
+                }
+            }
+        }
+        if count != plan.len() {
+            return Err(changed());
+        }
+        writer.finish_directories()
+    }
+}
+
+/// The external attributes of a zip entry, read from its central directory record
+/// (the zip crate only offers an interpretation of them).
+fn zip_external_attributes<R: Read>(entry: &zip::read::ZipFile<'_, R>, file: &File) -> Option<u32> {
+    let mut record = [0u8; 46];
+    file.read_exact_at(&mut record, entry.central_header_start()).ok()?;
+    if record[..4] != *b"PK\x01\x02" {
+        return None;
+    }
+    Some(u32::from_le_bytes([record[38], record[39], record[40], record[41]]))
+}
+
+/// Where a resolved path ended up.
+enum Resolved {
+    Inside(PathBuf),
+    Outside,
+}
+
+struct Writer<'a, 'b> {
+    archive: &'a Archive<'b>,
+    /// The target, canonical.
+    root: PathBuf,
+    /// Directories whose mode and mtime are applied at the end.
+    dirs: Vec<(PathBuf, u32, Option<u64>)>,
+}
+
+impl Writer<'_, '_> {
+    /// Resolves `comps` from `start` (a real directory under the root) like `realpath`:
+    /// existing symbolic links are followed, missing parts are taken as they are.
+    fn resolve(&self, start: &Path, comps: &[OsString]) -> io::Result<Resolved> {
+        let mut todo: VecDeque<OsString> = comps.iter().cloned().collect();
+        let mut cur = start.to_path_buf();
+        let mut links = 0;
+        while let Some(c) = todo.pop_front() {
+            if c == ".." {
+                if cur == self.root {
+                    return Ok(Resolved::Outside);
+                }
+                cur.pop();
+                continue;
+            }
+            if c.is_empty() || c == "." {
+                continue;
+            }
+            let next = cur.join(&c);
+            match fs::symlink_metadata(&next) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(io::Error::other("too many levels of symbolic links"));
+                    }
+                    let link = fs::read_link(&next)?;
+                    if link.is_absolute() {
+                        cur = PathBuf::from("/");
+                    }
+                    let parts: Vec<OsString> = link
+                        .as_os_str()
+                        .as_bytes()
+                        .split(|b| *b == b'/')
+                        .map(|p| OsStr::from_bytes(p).to_os_string())
+                        .collect();
+                    for p in parts.into_iter().rev() {
+                        todo.push_front(p);
+                    }
+                }
+                Ok(_) => cur = next,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => cur = next,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(if cur.starts_with(&self.root) { Resolved::Inside(cur) } else { Resolved::Outside })
+    }
+
+    fn failed(&self, member: &Member, e: impl std::fmt::Display) -> String {
+        format!("Failed to extract {} from {} into {}: {e}", member.name, self.archive.location, self.archive.target)
+    }
+
+    fn through_link(&self, member: &Member) -> String {
+        self.archive.refuse(
+            &member.name,
+            format!("would be written through a symbolic link that leads outside {}", self.archive.target),
+        )
+    }
+
+    /// The real directory a member goes into, created when missing.
+    fn parent_of(&self, member: &Member) -> Result<PathBuf, String> {
+        let comps = &member.rel[..member.rel.len() - 1];
+        match self.resolve(&self.root, comps).map_err(|e| self.failed(member, e))? {
+            Resolved::Outside => Err(self.through_link(member)),
+            Resolved::Inside(dir) => {
+                fs::create_dir_all(&dir).map_err(|e| self.failed(member, e))?;
+                Ok(dir)
+            }
+        }
+    }
+
+    fn member(&mut self, member: &Member, data: &mut dyn Read) -> Result<(), String> {
+        match &member.kind {
+            Kind::Skip { .. } => Ok(()),
+            Kind::Dir => {
+                let dir = match self.resolve(&self.root, &member.rel).map_err(|e| self.failed(member, e))? {
+                    Resolved::Outside => return Err(self.through_link(member)),
+                    Resolved::Inside(dir) => dir,
+                };
+                match fs::symlink_metadata(&dir) {
+                    Ok(meta) if meta.is_dir() => {}
+                    Ok(_) => {
+                        return Err(self.failed(member, format!("{} exists and is not a directory", dir.display())));
+                    }
+                    Err(_) => fs::create_dir_all(&dir).map_err(|e| self.failed(member, e))?,
+                }
+                self.dirs.push((dir, member.mode, member.mtime));
+                Ok(())
+            }
+            Kind::File => {
+                let parent = self.parent_of(member)?;
+                let dest = parent.join(member.rel.last().expect("checked non-empty"));
+                self.replace(member, &parent, &dest, |tmp| {
+                    let mut out = OpenOptions::new().write(true).create_new(true).mode(0o600).open(tmp)?;
+                    io::copy(data, &mut out)?;
+                    out.set_permissions(fs::Permissions::from_mode(member.mode))?;
+                    if let Some(t) = member.mtime {
+                        out.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(t))?;
+                    }
+                    Ok(())
+                })
+            }
+            Kind::Symlink(link) => {
+                let parent = self.parent_of(member)?;
+                let comps: Vec<OsString> =
+                    link.as_bytes().split(|b| *b == b'/').map(|p| OsStr::from_bytes(p).to_os_string()).collect();
+                if let Resolved::Outside = self.resolve(&parent, &comps).map_err(|e| self.failed(member, e))? {
+                    return Err(self.archive.refuse(
+                        &member.name,
+                        format!("is a symbolic link to {}, outside {}", display(link.as_bytes()), self.archive.target),
+                    ));
+                }
+                let dest = parent.join(member.rel.last().expect("checked non-empty"));
+                self.replace(member, &parent, &dest, |tmp| std::os::unix::fs::symlink(link, tmp))
+            }
+            Kind::Hardlink(link) => {
+                let source = match self.resolve(&self.root, link).map_err(|e| self.failed(member, e))? {
+                    Resolved::Outside => {
+                        return Err(self
+                            .archive
+                            .refuse(&member.name, format!("is a hard link outside {}", self.archive.target)));
+                    }
+                    Resolved::Inside(p) => p,
+                };
+                if !fs::symlink_metadata(&source).is_ok_and(|m| m.is_file()) {
+                    return Err(self.failed(
+                        member,
+                        format!(
+                            "the hard link target {} is not a file extracted before it",
+                            display(link.join(OsStr::new("/")).as_bytes())
+                        ),
+                    ));
+                }
+                let parent = self.parent_of(member)?;
+                let dest = parent.join(member.rel.last().expect("checked non-empty"));
+                self.replace(member, &parent, &dest, |tmp| fs::hard_link(&source, tmp))
+            }
+        }
+    }
+
+    /// Creates the new entry under a temporary name in `parent` and renames it over
+    /// `dest`: an existing file or symbolic link is replaced, never written through.
+    fn replace(
+        &self,
+        member: &Member,
+        parent: &Path,
+        dest: &Path,
+        create: impl FnOnce(&Path) -> io::Result<()>,
+    ) -> Result<(), String> {
+        if fs::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
+            return Err(self.failed(member, format!("{} is a directory", dest.display())));
+        }
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tmp = parent.join(format!(".cfn-init-src-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let result = create(&tmp).and_then(|()| fs::rename(&tmp, dest));
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(self.failed(member, e));
+        }
+        Ok(())
+    }
+
+    /// Directory modes and mtimes, deepest first (so that a read-only directory does
+    /// not stop its own members from being written, and mtimes stay as archived).
+    fn finish_directories(&mut self) -> Result<(), String> {
+        self.dirs.sort_by(|a, b| b.0.cmp(&a.0));
+        for (dir, mode, mtime) in &self.dirs {
+            let fail = |e: io::Error| format!("Failed to set the mode of {}: {e}", dir.display());
+            fs::set_permissions(dir, fs::Permissions::from_mode(*mode)).map_err(fail)?;
+            if let Some(t) = mtime {
+                let handle = File::open(dir).map_err(fail)?;
+                handle.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(*t)).map_err(fail)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Fetch;
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+
+    const MTIME: u64 = 1_600_000_000;
+
+    /// Serves bodies by URL and records what was asked.
+    #[derive(Default)]
+    struct FakeFetch {
+        bodies: HashMap<String, Vec<u8>>,
+        asked: std::sync::Mutex<Vec<(String, Option<String>)>>,
+    }
+
+    impl Fetch for FakeFetch {
+        fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String> {
+            self.asked.lock().unwrap().push((url.to_string(), authentication.map(str::to_string)));
+            let body = self.bodies.get(url).ok_or("HTTP Error 404 : Not Found")?;
+            dest.write_all(body).map_err(|e| e.to_string())
+        }
+    }
+
+    enum E<'a> {
+        File(&'a str, &'a [u8], u32),
+        Dir(&'a str, u32),
+        Sym(&'a str, &'a str),
+        Hard(&'a str, &'a str),
+        Fifo(&'a str),
+        Char(&'a str),
+    }
+
+    /// A tar written header by header, with names stored as given (even unsafe ones).
+    fn tar_bytes(entries: &[E<'_>]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for e in entries {
+            let mut h = tar::Header::new_gnu();
+            let (name, data, mode, etype, link): (&str, &[u8], u32, tar::EntryType, &str) = match e {
+                E::File(n, d, m) => (n, d, *m, tar::EntryType::Regular, ""),
+                E::Dir(n, m) => (n, b"", *m, tar::EntryType::Directory, ""),
+                E::Sym(n, l) => (n, b"", 0o777, tar::EntryType::Symlink, l),
+                E::Hard(n, l) => (n, b"", 0o644, tar::EntryType::Link, l),
+                E::Fifo(n) => (n, b"", 0o644, tar::EntryType::Fifo, ""),
+                E::Char(n) => (n, b"", 0o644, tar::EntryType::Char, ""),
+            };
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+            h.set_mode(mode);
+            h.set_mtime(MTIME);
+            h.set_entry_type(etype);
+            h.set_size(data.len() as u64);
+            h.set_cksum();
+            builder.append(&h, data).unwrap();
+        }
+        builder.into_inner().unwrap()
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn bzip(data: &[u8]) -> Vec<u8> {
+        let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut enc = lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(6)).unwrap();
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn zstd(data: &[u8]) -> Vec<u8> {
+        ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+    }
+
+    /// Name, content (None: a directory), mode (None: no Unix mode, as archives made on Windows).
+    type ZipEntry<'a> = (&'a str, Option<&'a [u8]>, Option<u32>);
+
+    fn zip_bytes(entries: &[ZipEntry<'_>]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        for (name, data, mode) in entries {
+            let mut opts =
+                zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+            opts = opts.unix_permissions(mode.unwrap_or(0o644));
+            match data {
+                Some(d) => {
+                    w.start_file(*name, opts).unwrap();
+                    w.write_all(d).unwrap();
+                }
+                None => w.add_directory(*name, opts).unwrap(),
+            }
+        }
+        let mut bytes = w.finish().unwrap().into_inner();
+        // Entries without a mode: "made by" MS-DOS, external attributes 0 (or the DOS
+        // directory bit), as Windows tools write them.
+        let mut i = 0;
+        let mut index = 0;
+        while i + 46 <= bytes.len() {
+            if bytes[i..i + 4] == *b"PK\x01\x02" {
+                if entries[index].2.is_none() {
+                    bytes[i + 5] = 0;
+                    let attr: u32 = if entries[index].1.is_none() { 0x10 } else { 0 };
+                    bytes[i + 38..i + 42].copy_from_slice(&attr.to_le_bytes());
+                }
+                index += 1;
+                i += 46;
+            } else {
+                i += 1;
+            }
+        }
+        bytes
+    }
+
+    struct T {
+        dir: tempfile::TempDir,
+        fetch: FakeFetch,
+    }
+
+    impl T {
+        fn new() -> T {
+            let t = T { dir: tempfile::tempdir().unwrap(), fetch: FakeFetch::default() };
+            fs::create_dir(t.p("outside")).unwrap();
+            t
+        }
+        fn p(&self, rel: &str) -> String {
+            self.dir.path().join(rel).display().to_string()
+        }
+        fn archive(&self, name: &str, bytes: &[u8]) -> String {
+            let path = self.p(name);
+            fs::write(&path, bytes).unwrap();
+            path
+        }
+        /// Applies `{target: location}` entries.
+        fn apply(&self, entries: &[(&str, &str)]) -> Result<Vec<String>, String> {
+            let owned: Vec<(String, Value)> =
+                entries.iter().map(|(t, l)| (self.p(t), Value::String(l.to_string()))).collect();
+            let refs: Vec<(&String, &Value)> = owned.iter().map(|(t, v)| (t, v)).collect();
+            apply("config", &refs, &Environment { fetch: &self.fetch })
+        }
+        fn read(&self, rel: &str) -> String {
+            fs::read_to_string(self.p(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+        }
+        fn mode(&self, rel: &str) -> u32 {
+            fs::symlink_metadata(self.p(rel)).unwrap().mode() & 0o7777
+        }
+        fn exists(&self, rel: &str) -> bool {
+            fs::symlink_metadata(self.p(rel)).is_ok()
+        }
+        /// Everything under `outside/` (must stay empty) and whether the target exists.
+        fn assert_outside_untouched(&self) {
+            let found: Vec<_> = fs::read_dir(self.p("outside")).unwrap().map(|e| e.unwrap().path()).collect();
+            assert!(found.is_empty(), "written outside the target: {found:?}");
+        }
+    }
+
+    fn sample_tar() -> Vec<u8> {
+        tar_bytes(&[
+            E::Dir("app/", 0o750),
+            E::File("app/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
+            E::File("app/conf/settings.ini", b"a=1\n", 0o640),
+            E::Sym("app/current", "conf"),
+            E::Hard("app/run-again.sh", "app/run.sh"),
+        ])
+    }
+
+    fn assert_sample(t: &T, target: &str) {
+        assert_eq!(t.read(&format!("{target}/app/run.sh")), "#!/bin/sh\necho hi\n");
+        assert_eq!(t.mode(&format!("{target}/app/run.sh")), 0o755);
+        assert_eq!(t.read(&format!("{target}/app/conf/settings.ini")), "a=1\n");
+        assert_eq!(t.mode(&format!("{target}/app/conf/settings.ini")), 0o640);
+        assert_eq!(t.mode(&format!("{target}/app")), 0o750);
+        assert_eq!(fs::read_link(t.p(&format!("{target}/app/current"))).unwrap(), Path::new("conf"));
+        assert_eq!(t.read(&format!("{target}/app/current/settings.ini")), "a=1\n");
+        let run = fs::metadata(t.p(&format!("{target}/app/run.sh"))).unwrap();
+        let again = fs::metadata(t.p(&format!("{target}/app/run-again.sh"))).unwrap();
+        assert_eq!(run.ino(), again.ino(), "hard link");
+        assert_eq!(run.mtime() as u64, MTIME);
+        assert_eq!(fs::metadata(t.p(&format!("{target}/app"))).unwrap().mtime() as u64, MTIME);
+        // Owned by whoever runs the tests, not by the archive's uid/gid (0 here).
+        // SAFETY: getuid cannot fail.
+        assert_eq!(run.uid(), unsafe { libc::getuid() });
+    }
+
+    #[test]
+    fn every_tar_compression_is_detected_by_content_and_extracted() {
+        let t = T::new();
+        let tar = sample_tar();
+        // Names say nothing: each is called `.zip` on purpose.
+        let cases =
+            [("plain", tar.clone()), ("gz", gzip(&tar)), ("bz2", bzip(&tar)), ("xz", xz(&tar)), ("zst", zstd(&tar))];
+        for (kind, bytes) in cases {
+            let loc = t.archive(&format!("{kind}.zip"), &bytes);
+            let changed = t.apply(&[(kind, &loc)]).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(changed, vec![t.p(kind)]);
+            assert_sample(&t, kind);
+            assert_eq!(detect(&mut File::open(&loc).unwrap()).unwrap().map(|f| f != Format::Zip), Some(true));
+        }
+    }
+
+    #[test]
+    fn zips_are_extracted_with_their_modes_and_windows_zips_get_usual_modes() {
+        let t = T::new();
+        let bytes = zip_bytes(&[
+            ("bin/", None, Some(0o700)),
+            ("bin/tool", Some(b"tool"), Some(0o750)),
+            ("win/", None, None),
+            ("win/readme.txt", Some(b"from windows"), None),
+        ]);
+        let loc = t.archive("a.tar.gz", &bytes);
+        assert_eq!(t.apply(&[("z", &loc)]).unwrap(), vec![t.p("z")]);
+        assert_eq!(t.read("z/bin/tool"), "tool");
+        assert_eq!(t.mode("z/bin/tool"), 0o750);
+        assert_eq!(t.mode("z/bin"), 0o700);
+        assert_eq!(t.read("z/win/readme.txt"), "from windows");
+        assert_eq!(t.mode("z/win/readme.txt"), 0o644, "BUG-ZIPMODE fixed");
+        assert_eq!(t.mode("z/win"), 0o755);
+    }
+
+    #[test]
+    fn existing_files_are_overwritten_and_others_kept() {
+        let t = T::new();
+        fs::create_dir_all(t.p("dest/app")).unwrap();
+        fs::write(t.p("dest/app/run.sh"), "old").unwrap();
+        fs::write(t.p("dest/keep.txt"), "mine").unwrap();
+        let loc = t.archive("a.tgz", &gzip(&sample_tar()));
+        t.apply(&[("dest", &loc)]).unwrap();
+        assert_sample(&t, "dest");
+        assert_eq!(t.read("dest/keep.txt"), "mine");
+        // A second run over the same tree works too (links and files replaced).
+        t.apply(&[("dest", &loc)]).unwrap();
+        assert_sample(&t, "dest");
+    }
+
+    #[test]
+    fn missing_and_unsupported_locations_fail_like_the_reference() {
+        let t = T::new();
+        let missing = t.p("nope.tgz");
+        assert_eq!(t.apply(&[("d", &missing)]), Err(format!("{missing} does not exist")));
+        let dir = t.p("outside");
+        assert_eq!(t.apply(&[("d", &dir)]), Err(format!("{dir} does not exist")));
+        for (name, bytes) in
+            [("empty", &b""[..]), ("text", b"just some text\n"), ("badgz", &[0x1f, 0x8b, 8, 0, 1, 2, 3])]
+        {
+            let loc = t.archive(name, bytes);
+            assert_eq!(t.apply(&[("d", &loc)]), Err(format!("Unsupported source file (not zip or tarball): {loc}")));
+        }
+        let value = Value::from(3);
+        let target = t.p("d");
+        let err = apply("cfg", &[(&target, &value)], &Environment { fetch: &t.fetch }).unwrap_err();
+        assert_eq!(err, format!("config cfg, sources {target}: must be a string, not a number"));
+    }
+
+    #[test]
+    fn truncated_or_corrupt_archives_fail_without_panicking() {
+        let t = T::new();
+        let tar = sample_tar();
+        let gz = gzip(&tar);
+        for (i, bytes) in
+            [gz[..gz.len() / 2].to_vec(), tar[..700].to_vec(), bzip(&tar)[..60].to_vec(), xz(&tar)[..80].to_vec()]
+                .iter()
+                .enumerate()
+        {
+            let loc = t.archive(&format!("broken{i}"), bytes);
+            let err = t.apply(&[("d", &loc)]).unwrap_err();
+            assert!(err.starts_with(&format!("Failed to read {loc}: ")) || err.starts_with("Unsupported"), "{err}");
+        }
+        let mut zip = zip_bytes(&[("a.txt", Some(&[7u8; 5000][..]), Some(0o644))]);
+        zip[40] ^= 0xff; // inside the compressed data
+        let loc = t.archive("broken.zip", &zip);
+        assert!(t.apply(&[("d", &loc)]).is_err());
+    }
+
+    #[test]
+    fn remote_sources_use_default_authentication_and_report_download_errors() {
+        let mut t = T::new();
+        let url = "https://bucket.s3.amazonaws.com/app.tgz";
+        t.fetch.bodies.insert(url.into(), gzip(&sample_tar()));
+        t.apply(&[("web", url)]).unwrap();
+        assert_sample(&t, "web");
+        assert_eq!(t.fetch.asked.lock().unwrap().as_slice(), &[(url.to_string(), None)]);
+        let missing = "HTTP://example.com/missing.tgz";
+        assert_eq!(
+            t.apply(&[("d", missing)]),
+            Err(format!("Failed to retrieve {missing}: HTTP Error 404 : Not Found"))
+        );
+        let ftp = "FTP://example.com/a.tgz";
+        let err = t.apply(&[("d", ftp)]).unwrap_err();
+        assert!(err.starts_with(&format!("Failed to retrieve {ftp}: ftp:// URLs are not supported")), "{err}");
+        assert_eq!(t.fetch.asked.lock().unwrap().len(), 2, "ftp is not attempted");
+    }
+
+    #[test]
+    fn github_locations_are_recognised_like_the_reference() {
+        for yes in [
+            "https://github.com/owner/repo/tarball/main",
+            "HTTP://GitHub.com/owner/repo/zipball/v1.0",
+            "https://github.com//tarball/x",
+            "https://githubXcom/o/r/tarball/x",
+        ] {
+            assert!(is_github_archive(yes), "{yes}");
+        }
+        for no in [
+            "https://api.github.com/repos/o/r/tarball/main",
+            "https://codeload.github.com/o/r/tar.gz/main",
+            "https://github.com/o/r/archive/main.tar.gz",
+            "ftp://github.com/o/r/tarball/main",
+            "https://github.com/o/r/tarball",
+            "https://github.com/o/r\n/tarball/x",
+            "/tmp/github.com/o/tarball/x",
+        ] {
+            assert!(!is_github_archive(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn github_archives_lose_their_single_top_directory() {
+        let mut t = T::new();
+        let tarball = tar_bytes(&[
+            E::Dir("owner-repo-abc123/", 0o775),
+            E::File("owner-repo-abc123/README", b"readme", 0o644),
+            E::Dir("owner-repo-abc123/src/", 0o755),
+            E::File("owner-repo-abc123/src/main.rs", b"fn main() {}", 0o644),
+            E::Hard("owner-repo-abc123/README.again", "owner-repo-abc123/README"),
+        ]);
+        let url = "https://github.com/owner/repo/tarball/main";
+        t.fetch.bodies.insert(url.into(), gzip(&tarball));
+        let zipball = zip_bytes(&[
+            ("owner-repo-abc123/", None, Some(0o755)),
+            ("owner-repo-abc123/a.txt", Some(b"a"), Some(0o644)),
+        ]);
+        let zurl = "https://github.com/owner/repo/zipball/main";
+        t.fetch.bodies.insert(zurl.into(), zipball.clone());
+        // Not GitHub: extracted as is.
+        let other = "https://example.com/owner/repo/tarball/main";
+        t.fetch.bodies.insert(other.into(), gzip(&tarball));
+        t.apply(&[("gh", url), ("ghz", zurl), ("plain", other)]).unwrap();
+        assert_eq!(t.read("gh/README"), "readme");
+        assert_eq!(t.read("gh/README.again"), "readme");
+        assert_eq!(t.read("gh/src/main.rs"), "fn main() {}");
+        assert!(!t.exists("gh/owner-repo-abc123"));
+        assert_eq!(t.read("ghz/a.txt"), "a");
+        assert_eq!(t.read("plain/owner-repo-abc123/README"), "readme");
+        // Two top-level entries: nothing stripped.
+        let two = "https://github.com/o/two/tarball/x";
+        t.fetch.bodies.insert(two.into(), tar_bytes(&[E::File("a/x", b"1", 0o644), E::File("b/y", b"2", 0o644)]));
+        t.apply(&[("two", two)]).unwrap();
+        assert_eq!(t.read("two/a/x"), "1");
+        // A single top-level file is not a directory to strip.
+        let single = "https://github.com/o/one/tarball/x";
+        t.fetch.bodies.insert(single.into(), tar_bytes(&[E::File("only", b"1", 0o644)]));
+        t.apply(&[("one", single)]).unwrap();
+        assert_eq!(t.read("one/only"), "1");
+    }
+
+    /// Runs an archive that must be refused: the error names the archive and the member,
+    /// and nothing at all was written (the check happens before extraction) unless
+    /// `partial` (refusals found on the file system during extraction).
+    fn refused(t: &T, bytes: &[u8], expected: &str, partial: bool) {
+        let loc = t.archive("evil.tar", bytes);
+        let target = t.p("dest");
+        let err = t.apply(&[("dest", &loc)]).unwrap_err();
+        let expected = expected.replace("{T}", &target);
+        assert_eq!(err, format!("Refusing to extract {loc}: {expected}"));
+        t.assert_outside_untouched();
+        if !partial {
+            assert!(!t.exists("dest/good.txt"), "validated before writing anything");
+        }
+    }
+
+    #[test]
+    fn traversal_and_absolute_names_are_refused_before_anything_is_written() {
+        let t = T::new();
+        let outside = t.p("outside/x");
+        for (name, zip_too) in [("../outside/x", true), ("a/../../outside/x", true), ("./../outside/x", true)] {
+            let bytes = tar_bytes(&[E::File("good.txt", b"ok", 0o644), E::File(name, b"evil", 0o644)]);
+            refused(&t, &bytes, &format!("{name} is not a sub-path of {{T}}"), false);
+            if zip_too {
+                let zip = zip_bytes(&[("good.txt", Some(b"ok"), Some(0o644)), (name, Some(b"evil"), Some(0o644))]);
+                refused(&t, &zip, &format!("{name} is not a sub-path of {{T}}"), false);
+            }
+        }
+        // Absolute names are refused, even ones that point into the target.
+        let inside = format!("{}/y", t.p("dest"));
+        for name in [outside.as_str(), inside.as_str()] {
+            let bytes = tar_bytes(&[E::File("good.txt", b"ok", 0o644), E::File(name, b"evil", 0o644)]);
+            refused(&t, &bytes, &format!("{name} is not a sub-path of {{T}}"), false);
+        }
+        // BUG-TRAVERSAL: a sibling whose name starts with the target's name.
+        let sibling = tar_bytes(&[E::File("../dest2/x", b"evil", 0o644)]);
+        refused(&t, &sibling, "../dest2/x is not a sub-path of {T}", false);
+        assert!(!t.exists("dest2"));
+        // Harmless `..` inside the tree is fine.
+        let ok = tar_bytes(&[E::File("a/../b.txt", b"fine", 0o644)]);
+        let loc = t.archive("ok.tar", &ok);
+        t.apply(&[("fine", &loc)]).unwrap();
+        assert_eq!(t.read("fine/b.txt"), "fine");
+    }
+
+    #[test]
+    fn links_out_of_the_target_are_refused() {
+        let t = T::new();
+        let cases: Vec<(Vec<E<'_>>, String)> = vec![
+            (vec![E::Sym("l", "/etc")], "l is a symbolic link to the absolute path /etc".into()),
+            (vec![E::Sym("l", "../outside")], "l is a symbolic link to ../outside, outside {T}".into()),
+            (vec![E::Sym("a/b/l", "../../..")], "a/b/l is a symbolic link to ../../.., outside {T}".into()),
+            (vec![E::Hard("h", "../outside/x")], "h is a hard link to ../outside/x, outside {T}".into()),
+            (vec![E::Hard("h", "/etc/passwd")], "h is a hard link to /etc/passwd, outside {T}".into()),
+            // BUG-SYMLINK: a link, then a file "through" it.
+            (
+                vec![E::Sym("l", "../outside"), E::File("l/x", b"evil", 0o644)],
+                "l is a symbolic link to ../outside, outside {T}".into(),
+            ),
+        ];
+        for (entries, expected) in cases {
+            let mut all = vec![E::File("good.txt", b"ok", 0o644)];
+            all.extend(entries);
+            refused(&t, &tar_bytes(&all), &expected, false);
+        }
+    }
+
+    #[test]
+    fn links_that_only_escape_on_the_file_system_are_refused_during_extraction() {
+        let t = T::new();
+        // `q -> .` and `p -> q/..`: inside by name, the parent of the target on disk.
+        let bytes = tar_bytes(&[E::Sym("q", "."), E::Sym("p", "q/.."), E::File("p/outside/x", b"evil", 0o644)]);
+        refused(&t, &bytes, "p is a symbolic link to q/.., outside {T}", true);
+        fs::remove_dir_all(t.p("dest")).unwrap();
+        // A link already in the target that leads outside is not followed.
+        fs::create_dir_all(t.p("dest")).unwrap();
+        std::os::unix::fs::symlink(t.p("outside"), t.p("dest/pre")).unwrap();
+        let bytes = tar_bytes(&[E::File("pre/x", b"evil", 0o644)]);
+        refused(&t, &bytes, "pre/x would be written through a symbolic link that leads outside {T}", true);
+        let bytes = tar_bytes(&[E::Dir("pre/sub/", 0o755)]);
+        refused(&t, &bytes, "pre/sub/ would be written through a symbolic link that leads outside {T}", true);
+        // A link at a file's own path is replaced, not written through.
+        fs::write(t.p("outside/victim"), "precious").unwrap();
+        std::os::unix::fs::symlink(t.p("outside/victim"), t.p("dest/file")).unwrap();
+        let loc = t.archive("replace.tar", &tar_bytes(&[E::File("file", b"new", 0o600)]));
+        t.apply(&[("dest", &loc)]).unwrap();
+        assert_eq!(t.read("outside/victim"), "precious");
+        assert_eq!(t.read("dest/file"), "new");
+        assert!(fs::symlink_metadata(t.p("dest/file")).unwrap().is_file());
+        // A link inside the target that stays inside is followed.
+        fs::create_dir_all(t.p("dest/real")).unwrap();
+        std::os::unix::fs::symlink("real", t.p("dest/alias")).unwrap();
+        let loc = t.archive("inside.tar", &tar_bytes(&[E::File("alias/y", b"y", 0o644)]));
+        t.apply(&[("dest", &loc)]).unwrap();
+        assert_eq!(t.read("dest/real/y"), "y");
+    }
+
+    #[test]
+    fn device_nodes_and_fifos_are_refused() {
+        let t = T::new();
+        let fifo = tar_bytes(&[E::File("good.txt", b"ok", 0o644), E::Fifo("pipe")]);
+        refused(&t, &fifo, "pipe is a FIFO", false);
+        let dev = tar_bytes(&[E::File("good.txt", b"ok", 0o644), E::Char("null")]);
+        refused(&t, &dev, "null is a character device", false);
+    }
+
+    #[test]
+    fn setuid_and_setgid_bits_are_dropped_and_sticky_kept() {
+        let t = T::new();
+        let bytes = tar_bytes(&[E::Dir("tmp/", 0o1777), E::File("tool", b"x", 0o6755)]);
+        let loc = t.archive("suid.tar", &bytes);
+        t.apply(&[("d", &loc)]).unwrap();
+        assert_eq!(t.mode("d/tool"), 0o755);
+        assert_eq!(t.mode("d/tmp"), 0o1777);
+    }
+
+    #[test]
+    fn read_only_directories_still_receive_their_members() {
+        let t = T::new();
+        let bytes = tar_bytes(&[E::Dir("ro/", 0o555), E::File("ro/f", b"f", 0o444)]);
+        let loc = t.archive("ro.tar", &bytes);
+        t.apply(&[("d", &loc)]).unwrap();
+        assert_eq!(t.read("d/ro/f"), "f");
+        assert_eq!(t.mode("d/ro"), 0o555);
+        // Let the temp dir be removed.
+        fs::set_permissions(t.p("d/ro"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn an_empty_tar_is_a_tarball_with_nothing_in_it() {
+        let t = T::new();
+        let loc = t.archive("empty.tar", &[0u8; 1024]);
+        assert_eq!(t.apply(&[("d", &loc)]).unwrap(), vec![t.p("d")]);
+        assert!(t.exists("d"));
+    }
+
+    #[test]
+    fn targets_are_processed_and_reported_in_the_order_given() {
+        let t = T::new();
+        let loc = t.archive("a.tgz", &gzip(&sample_tar()));
+        let changed = t.apply(&[("a", &loc), ("b", &loc)]).unwrap();
+        assert_eq!(changed, vec![t.p("a"), t.p("b")]);
+    }
+
+    #[test]
+    fn tar_header_checksums() {
+        let tar = sample_tar();
+        let mut block = [0u8; 512];
+        block.copy_from_slice(&tar[..512]);
+        assert!(header_checksum_ok(&block));
+        block[0] ^= 1;
+        assert!(!header_checksum_ok(&block));
+        assert!(!header_checksum_ok(&[0u8; 512]));
+    }
+}
