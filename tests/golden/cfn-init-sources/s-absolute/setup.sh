@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make absolute.tar {ROOT}/s-absolute/absolute.tar

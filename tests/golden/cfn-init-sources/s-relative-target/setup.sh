@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make app.tgz {ROOT}/s-relative-target/app.tgz

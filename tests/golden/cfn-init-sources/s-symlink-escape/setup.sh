@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make symlink-escape.tar {ROOT}/s-symlink-escape/symlink-escape.tar; mkdir {ROOT}/s-symlink-escape/outside

@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make app.tar {ROOT}/s-tar/app.tar

@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make prefix.tar {ROOT}/s-traversal-prefix/prefix.tar

@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make traversal.tar {ROOT}/s-traversal/traversal.tar

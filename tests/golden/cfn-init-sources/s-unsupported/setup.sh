@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make not-an-archive.txt {ROOT}/s-unsupported/not-an-archive.txt

@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make zip-traversal.zip {ROOT}/s-zip-traversal/zip-traversal.zip

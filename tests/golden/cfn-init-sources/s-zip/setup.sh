@@ -1,0 +1,1 @@
+python3 "$SOURCES_RECORD" --make mixed.zip {ROOT}/s-zip/mixed.zip
