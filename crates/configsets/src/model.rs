@@ -140,7 +140,8 @@ pub fn file_spec(config: &str, path: &str, value: &Value) -> Result<FileSpec, Mo
         owner: string("owner")?,
         group: string("group")?,
         authentication: string("authentication")?,
-        context: attrs.get("context").cloned(),
+        // `"context": null` is no context, as in the reference.
+        context: attrs.get("context").filter(|c| !c.is_null()).cloned(),
     })
 }
 
