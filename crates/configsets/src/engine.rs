@@ -5,7 +5,7 @@
 use crate::changes::ChangeRecord;
 use crate::configsets;
 use crate::model::{self, ModelError};
-use crate::{commands, files};
+use crate::{commands, files, groups, packages, services, sources, users};
 use serde_json::{Map, Value};
 use std::fs::File;
 
@@ -121,17 +121,31 @@ fn run(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -
     Ok(())
 }
 
-/// Sections not built yet fail the build rather than be skipped silently.
-const PENDING_SECTIONS: [&str; 5] = ["packages", "groups", "users", "sources", "services"];
-
 fn run_config(name: &str, config: &Map<String, Value>, env: &Environment<'_>) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
     let present = |section: &str| config.get(section).is_some_and(crate::boolish::is_truthy);
-    for section in &PENDING_SECTIONS[..4] {
-        if present(section) {
-            return Err(format!("config {name}: the {section} section is not supported yet by cfn-bootstrap"));
-        }
-        tracing::debug!("No {section} specified");
+    if present("packages") {
+        changes.packages = packages::apply(name, &config["packages"])?;
+    } else {
+        tracing::debug!("No packages specified");
+    }
+    if present("groups") {
+        let entries = model::sorted_entries(name, "groups", config.get("groups")).map_err(|e| e.0)?;
+        changes.groups = groups::apply(name, &entries)?;
+    } else {
+        tracing::debug!("No groups specified");
+    }
+    if present("users") {
+        let entries = model::sorted_entries(name, "users", config.get("users")).map_err(|e| e.0)?;
+        changes.users = users::apply(name, &entries)?;
+    } else {
+        tracing::debug!("No users specified");
+    }
+    if present("sources") {
+        let entries = model::sorted_entries(name, "sources", config.get("sources")).map_err(|e| e.0)?;
+        changes.sources = sources::apply(name, &entries, env)?;
+    } else {
+        tracing::debug!("No sources specified");
     }
     if present("files") {
         let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
@@ -145,11 +159,12 @@ fn run_config(name: &str, config: &Map<String, Value>, env: &Environment<'_>) ->
     } else {
         tracing::debug!("No commands specified");
     }
-    if present("services") {
-        return Err(format!("config {name}: the services section is not supported yet by cfn-bootstrap"));
-    }
-    tracing::debug!("No services specified");
     tracing::trace!("changes of config {name}: {changes:?}");
+    if present("services") {
+        services::apply(name, &config["services"], &changes)?;
+    } else {
+        tracing::debug!("No services specified");
+    }
     Ok(())
 }
 

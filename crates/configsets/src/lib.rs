@@ -12,8 +12,13 @@ pub mod commands;
 pub mod configsets;
 pub mod engine;
 pub mod files;
+pub mod groups;
 pub mod model;
 pub mod mustache;
+pub mod packages;
+pub mod services;
 pub mod sources;
+pub mod tool;
+pub mod users;
 
 pub use engine::{BuildError, Environment, Fetch, build};

@@ -1,0 +1,131 @@
+//! The `services` section (INIT-SVC-01..07): `sysvinit` and the 2.0 line's `systemd`;
+//! `windows` fails on Linux as in the reference; other managers warn. Each service may
+//! be enabled/disabled, kept running or stopped, and is restarted — even when
+//! `ensureRunning` is false (INIT-SVC-04) — when anything it lists under `files`,
+//! `sources`, `groups`, `users`, `commands` or `packages` (per manager) is in the
+//! change record of the same config (INIT-SVC-03).
+
+pub mod systemd;
+pub mod sysvinit;
+
+use crate::changes::ChangeRecord;
+use crate::model::kind;
+use serde_json::{Map, Value};
+
+/// The names a service lists under `key` (a list of strings; a single string is taken
+/// as one name).
+fn listed<'a>(properties: &'a Map<String, Value>, key: &str) -> Vec<&'a str> {
+    match properties.get(key) {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(s)) => vec![s.as_str()],
+        _ => Vec::new(),
+    }
+}
+
+fn intersects(wanted: &[&str], changed: &[String]) -> bool {
+    wanted.iter().any(|w| changed.iter().any(|c| c == w))
+}
+
+/// Whether a change this service depends on happened in the same config.
+pub fn restart_required(properties: &Map<String, Value>, changes: &ChangeRecord) -> bool {
+    let lists: [(&str, &Vec<String>); 5] = [
+        ("files", &changes.files),
+        ("sources", &changes.sources),
+        ("groups", &changes.groups),
+        ("users", &changes.users),
+        ("commands", &changes.commands),
+    ];
+    if lists.iter().any(|(key, changed)| intersects(&listed(properties, key), changed)) {
+        return true;
+    }
+    if let Some(Value::Object(packages)) = properties.get("packages") {
+        for (manager, changed) in &changes.packages {
+            if packages.contains_key(manager) && intersects(&listed(packages, manager), changed) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// One service: its name and properties.
+pub type Service<'a> = (&'a String, &'a Map<String, Value>);
+
+/// The services of one manager: name → properties, in document order.
+fn services<'a>(config: &str, manager: &str, value: &'a Value) -> Result<Vec<Service<'a>>, String> {
+    let map = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(map) => map,
+        other => return Err(format!("config {config}: services {manager} must be an object, not {}", kind(other))),
+    };
+    map.iter()
+        .map(|(name, props)| match props {
+            Value::Object(p) => Ok((name, p)),
+            other => Err(format!("config {config}, services {manager} {name}: must be an object, not {}", kind(other))),
+        })
+        .collect()
+}
+
+pub fn apply(config: &str, value: &Value, changes: &ChangeRecord) -> Result<(), String> {
+    let Value::Object(managers) = value else {
+        return Err(format!("config {config}: services must be an object, not {}", kind(value)));
+    };
+    for (manager, services_value) in managers {
+        match manager.as_str() {
+            "sysvinit" => sysvinit::apply(&services(config, manager, services_value)?, changes)?,
+            "systemd" => systemd::apply(&services(config, manager, services_value)?, changes)?,
+            "windows" => {
+                if services(config, manager, services_value)?.is_empty() {
+                    tracing::debug!("No Windows services specified");
+                } else {
+                    return Err("Cannot modify windows services without pywin32".into());
+                }
+            }
+            _ => tracing::warn!("Unsupported service manager: {manager}"),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn props(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn restart_triggers() {
+        let mut changes = ChangeRecord {
+            files: vec!["/etc/a.conf".into()],
+            commands: vec!["migrate".into()],
+            users: vec!["app".into()],
+            ..Default::default()
+        };
+        changes.packages.insert("apt".into(), vec!["nginx".into()]);
+        assert!(restart_required(&props(json!({"files": ["/etc/a.conf"]})), &changes));
+        assert!(!restart_required(&props(json!({"files": ["/etc/b.conf"]})), &changes));
+        assert!(restart_required(&props(json!({"commands": ["migrate"]})), &changes));
+        assert!(restart_required(&props(json!({"users": ["app"]})), &changes));
+        assert!(!restart_required(&props(json!({"groups": ["app"]})), &changes));
+        assert!(restart_required(&props(json!({"packages": {"apt": ["nginx"]}})), &changes));
+        // Per manager: the same name under another manager is no match.
+        assert!(!restart_required(&props(json!({"packages": {"yum": ["nginx"]}})), &changes));
+        assert!(!restart_required(&props(json!({"sources": ["/opt/x"]})), &changes));
+        assert!(!restart_required(&props(json!({"enabled": true})), &changes));
+    }
+
+    #[test]
+    fn unsupported_managers_warn_and_windows_fails() {
+        let changes = ChangeRecord::default();
+        assert!(apply("c", &json!({"upstart": {"x": {}}}), &changes).is_ok());
+        assert!(apply("c", &json!({"windows": {}}), &changes).is_ok());
+        assert_eq!(
+            apply("c", &json!({"windows": {"w3svc": {}}}), &changes).unwrap_err(),
+            "Cannot modify windows services without pywin32"
+        );
+        assert!(apply("c", &json!({"sysvinit": {"x": 1}}), &changes).is_err());
+    }
+}

@@ -1,0 +1,236 @@
+//! The `users` section (INIT-USR-01, INIT-USR-02): users in name order. A missing user
+//! is created with `/usr/sbin/useradd -M -r --shell /sbin/nologin [-d <home>] [-u
+//! <uid>] [-G <gids>] <name>` (a system user without a home directory, by design). An
+//! existing user must have the requested uid; its supplementary groups (`usermod -G`,
+//! which replaces them) and home (`usermod -d`, not moved) change only when they differ.
+
+use crate::model::kind;
+use crate::tool::{self, refuse_option_like};
+use cfn_host::users;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::ffi::CStr;
+
+/// What one entry asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserSpec {
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+    pub home: Option<String>,
+}
+
+pub fn user_spec(config: &str, name: &str, value: &Value) -> Result<UserSpec, String> {
+    let empty = Map::new();
+    let attributes = match value {
+        Value::Object(map) => map,
+        Value::Null => &empty,
+        other => return Err(format!("config {config}, users {name}: must be an object, not {}", kind(other))),
+    };
+    let uid = crate::groups::id_text(config, "users", name, "uid", attributes.get("uid"))?;
+    let groups = match attributes.get("groups") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|g| {
+                g.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("config {config}, users {name}: a group must be a string, not {}", kind(g)))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::String(s)) if s.is_empty() => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(other) => {
+            return Err(format!("config {config}, users {name}: groups must be a list, not {}", kind(other)));
+        }
+    };
+    let home = match attributes.get("homeDir") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(format!("config {config}, users {name}: homeDir must be a string, not {}", kind(other)));
+        }
+    };
+    Ok(UserSpec { uid, groups, home })
+}
+
+pub fn useradd_argv(name: &str, home: Option<&str>, uid: Option<&str>, gids: &[String]) -> Vec<String> {
+    let mut argv: Vec<String> = ["/usr/sbin/useradd", "-M", "-r", "--shell", "/sbin/nologin"].map(String::from).into();
+    if let Some(home) = home {
+        argv.extend(["-d".to_string(), home.to_string()]);
+    }
+    if let Some(uid) = uid {
+        argv.extend(["-u".to_string(), uid.to_string()]);
+    }
+    if !gids.is_empty() {
+        argv.extend(["-G".to_string(), gids.join(",")]);
+    }
+    argv.push(name.to_string());
+    argv
+}
+
+/// `usermod` arguments for what differs, or `None` when nothing does.
+pub fn usermod_argv(name: &str, gids: Option<&[String]>, home: Option<&str>) -> Option<Vec<String>> {
+    let mut argv = vec!["/usr/sbin/usermod".to_string()];
+    if let Some(gids) = gids {
+        argv.extend(["-G".to_string(), gids.join(",")]);
+    }
+    if let Some(home) = home {
+        argv.extend(["-d".to_string(), home.to_string()]);
+    }
+    if argv.len() == 1 {
+        return None;
+    }
+    argv.push(name.to_string());
+    Some(argv)
+}
+
+/// Group names to gids, in order (`<g> is not a valid group name`).
+fn gids(groups: &[String]) -> Result<Vec<String>, String> {
+    groups
+        .iter()
+        .map(|g| users::group_id(g).map(|id| id.to_string()).ok_or_else(|| format!("{g} is not a valid group name")))
+        .collect()
+}
+
+/// The gids of the groups whose member list names `user` (the group database, as the
+/// reference read it; the primary group is not included).
+fn member_gids(user: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    // SAFETY: the getgrent family is used from this one thread only; each entry is read
+    // before the next call.
+    unsafe {
+        libc::setgrent();
+        loop {
+            let entry = libc::getgrent();
+            if entry.is_null() {
+                break;
+            }
+            let mut member = (*entry).gr_mem;
+            while !member.is_null() && !(*member).is_null() {
+                if CStr::from_ptr(*member).to_bytes() == user.as_bytes() {
+                    found.insert((*entry).gr_gid.to_string());
+                    break;
+                }
+                member = member.add(1);
+            }
+        }
+        libc::endgrent();
+    }
+    found
+}
+
+fn run(argv: Vec<String>, failure: String, label: &str) -> Result<(), String> {
+    let result = tool::logged(&argv.join(" "), argv, &[])?;
+    if !result.ok() {
+        tracing::error!("{failure}");
+        tracing::debug!("{label} output: {}", result.text);
+        return Err(failure);
+    }
+    Ok(())
+}
+
+/// Creates or modifies the users; returns the names created or modified.
+pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
+    let mut changed = Vec::new();
+    for (name, value) in entries {
+        let spec = user_spec(config, name, value)?;
+        if let Some(current) = users::user(name) {
+            if let Some(uid) = spec.uid.as_deref().filter(|u| *u != current.uid.to_string()) {
+                return Err(format!("User {name} exists with uid {}, but uid {uid} was requested", current.uid));
+            }
+            if spec.home.is_none() && spec.groups.is_empty() {
+                tracing::info!("No homedir or groups specified; not modifying {name}");
+                continue;
+            }
+            let mut new_gids = None;
+            if !spec.groups.is_empty() {
+                let wanted = gids(&spec.groups)?;
+                if wanted.iter().cloned().collect::<BTreeSet<_>>() != member_gids(name) {
+                    new_gids = Some(wanted);
+                } else {
+                    tracing::debug!("Groups have not changed for {name}");
+                }
+            }
+            let mut new_home = None;
+            if let Some(home) = &spec.home {
+                if current.home.as_os_str() != home.as_str() {
+                    refuse_option_like("users", "homeDir", home)?;
+                    new_home = Some(home.as_str());
+                } else {
+                    tracing::debug!("Homedir has not changed for {name}");
+                }
+            }
+            let Some(argv) = usermod_argv(name, new_gids.as_deref(), new_home) else {
+                tracing::debug!("User {name} does not need modification");
+                continue;
+            };
+            run(argv, format!("Failed to modify user {name}"), "Usermod")?;
+            tracing::info!("Modified user {name} successfully");
+        } else {
+            let gids = gids(&spec.groups)?;
+            refuse_option_like("users", "user name", name)?;
+            for value in spec.uid.iter().chain(spec.home.iter()) {
+                refuse_option_like("users", "attribute", value)?;
+            }
+            let argv = useradd_argv(name, spec.home.as_deref(), spec.uid.as_deref(), &gids);
+            run(argv, format!("Failed to add user {name}"), "Useradd")?;
+            tracing::info!("Added user {name} successfully");
+        }
+        changed.push(name.to_string());
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn useradd_and_usermod_forms() {
+        assert_eq!(
+            useradd_argv("app", None, None, &[]),
+            ["/usr/sbin/useradd", "-M", "-r", "--shell", "/sbin/nologin", "app"]
+        );
+        assert_eq!(
+            useradd_argv("app", Some("/srv/app"), Some("990"), &["10".into(), "20".into()]),
+            [
+                "/usr/sbin/useradd",
+                "-M",
+                "-r",
+                "--shell",
+                "/sbin/nologin",
+                "-d",
+                "/srv/app",
+                "-u",
+                "990",
+                "-G",
+                "10,20",
+                "app"
+            ]
+        );
+        assert_eq!(usermod_argv("app", None, None), None);
+        assert_eq!(
+            usermod_argv("app", Some(&["10".into()]), Some("/h")).unwrap(),
+            ["/usr/sbin/usermod", "-G", "10", "-d", "/h", "app"]
+        );
+    }
+
+    #[test]
+    fn specs_and_errors() {
+        let s = user_spec("c", "u", &json!({"uid": 990, "groups": ["a", "b"], "homeDir": "/h"})).unwrap();
+        assert_eq!(
+            s,
+            UserSpec { uid: Some("990".into()), groups: vec!["a".into(), "b".into()], home: Some("/h".into()) }
+        );
+        assert!(user_spec("c", "u", &json!({"groups": [1]})).is_err());
+        let root = "root".to_string();
+        let v = json!({"uid": "4242"});
+        assert_eq!(apply("c", &[(&root, &v)]).unwrap_err(), "User root exists with uid 0, but uid 4242 was requested");
+        let v = json!({"uid": 0});
+        assert_eq!(apply("c", &[(&root, &v)]).unwrap(), Vec::<String>::new());
+        let v = json!({"groups": ["no-such-group-here"]});
+        assert_eq!(apply("c", &[(&root, &v)]).unwrap_err(), "no-such-group-here is not a valid group name");
+    }
+}
