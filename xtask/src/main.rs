@@ -3,6 +3,7 @@
 
 mod demo;
 mod emulator;
+mod testroot;
 
 use anyhow::{Context, Result, bail};
 use std::io::{BufRead, BufReader};
@@ -53,6 +54,8 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     require("unshare", "private mount namespaces (util-linux)")?;
     require("openssl", "test certificates")?;
     let python = emulator::ensure_venv()?;
+    // The isolated Debian root of tests/init_system.rs (built once, then cached).
+    let rootfs = testroot::ensure()?;
 
     // One build for all test binaries, before the emulator starts.
     let status = cargo().current_dir(workspace()).args(["build", "--workspace", "--tests", "--bins"]).status()?;
@@ -67,6 +70,7 @@ fn test(extra: &[String]) -> Result<ExitCode> {
         .args(extra)
         .env("CFN_TEST_EMULATOR", &emulator.url)
         .env("CFN_TEST_PYTHON", &python)
+        .envs(rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r)))
         .stdout(Stdio::piped())
         .spawn()
         .context("run cargo test")?;

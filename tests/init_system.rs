@@ -1,0 +1,483 @@
+//! cfn-init's system-changing sections on a real Debian system: packages (apt),
+//! groups, users and services (sysvinit, systemd), run as root inside the isolated
+//! bookworm root that `cargo xtask test` builds and caches (xtask/src/testroot.rs).
+//!
+//! Each test overlays the cached root (overlayfs in a private mount namespace, so the
+//! cache is never changed), bind-mounts the binary at `/opt/aws/bin/cfn-init`, and runs
+//! one shell script with `chroot` inside private mount, PID and network namespaces. The
+//! script runs cfn-init and then checks the effects with the real tools (`dpkg-query`,
+//! `getent`, `id`, `systemctl`, the init script's own status); the test asserts on
+//! what it printed and on the logs left in the overlay.
+//!
+//! Without the root (not built, or not running as root) each test prints `SKIPPED`
+//! and returns; under `cargo xtask test` (`CFN_TEST_ROOTFS` set) a missing root is
+//! a failure.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The cached root, or `None` (the test is skipped) when it is not available.
+fn rootfs(test: &str) -> Option<PathBuf> {
+    // SAFETY: geteuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
+    let required = root.is_some();
+    let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
+    if is_root && root.join(".cfn-testroot-v1").is_file() {
+        return Some(root);
+    }
+    assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root", root.display());
+    eprintln!("SKIPPED {test}: needs root and the isolated Debian root (run `cargo xtask test`)");
+    None
+}
+
+/// One overlay of the cached root: files can be put in before the run, and the logs
+/// and changed files are read from the upper layer afterwards.
+struct Overlay {
+    _dir: tempfile::TempDir,
+    lower: PathBuf,
+    upper: PathBuf,
+    work: PathBuf,
+    merged: PathBuf,
+}
+
+struct Ran {
+    code: i32,
+    out: String,
+}
+
+impl Overlay {
+    fn new(lower: PathBuf) -> Overlay {
+        let base = common::workspace().join("target/testroot/runs");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let [upper, work, merged] = ["upper", "work", "merged"].map(|d| dir.path().join(d));
+        for d in [&upper, &work, &merged] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let overlay = Overlay { lower, upper, work, merged, _dir: dir };
+        overlay.put("/opt/aws/bin/cfn-init", "", 0o755);
+        overlay
+    }
+
+    /// Writes a file into the root before the run.
+    fn put(&self, path: &str, content: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        let target = self.upper.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, content).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Metadata for cfn-init at `/tmp/<name>.json`.
+    fn metadata(&self, name: &str, init: serde_json::Value) {
+        let doc = serde_json::json!({ "AWS::CloudFormation::Init": init });
+        self.put(&format!("/tmp/{name}.json"), &doc.to_string(), 0o644);
+    }
+
+    /// A file the run left in the root (from the upper layer).
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.upper.join(path.trim_start_matches('/'))).unwrap_or_default()
+    }
+
+    /// Runs `script` with `/bin/sh -e` inside the root, in private mount, PID and
+    /// network namespaces. Its stdout and stderr are merged.
+    fn run(&self, script: &str) -> Ran {
+        let outside = r#"
+set -e
+mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$MERGED"
+mount -t proc proc "$MERGED/proc"
+mount --bind /dev "$MERGED/dev"
+mount -t tmpfs tmpfs "$MERGED/run"
+mount --bind "$BINARY" "$MERGED/opt/aws/bin/cfn-init"
+exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-8 TZ=UTC /bin/sh -ec "$SCRIPT"
+"#;
+        let output = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "--pid", "--fork", "--net", "sh", "-c", outside])
+            .env("LOWER", &self.lower)
+            .env("UPPER", &self.upper)
+            .env("WORK", &self.work)
+            .env("MERGED", &self.merged)
+            .env("BINARY", common::binary())
+            .env("CHROOT_PATH", PATH)
+            .env("SCRIPT", format!("exec 2>&1\n{script}"))
+            .output()
+            .expect("run unshare");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        Ran { code: output.status.code().unwrap_or(-1), out }
+    }
+}
+
+/// The messages of a cfn-init log, without timestamps.
+fn messages(log: &str) -> Vec<String> {
+    log.lines().map(|l| l.get(24..).unwrap_or(l).to_string()).collect()
+}
+
+fn has(log: &str, line: &str) -> bool {
+    messages(log).iter().any(|m| m == line)
+}
+
+/// Runs cfn-init on `/tmp/<name>.json`, then clears the log into `/tmp/<name>.log`
+/// so each run's log can be read on its own.
+fn cfn_init(name: &str) -> String {
+    format!(
+        "rc=0; /opt/aws/bin/cfn-init -v /tmp/{name}.json > /tmp/{name}.out 2>&1 || rc=$?\n\
+         echo \"{name} exit $rc\"; cat /tmp/{name}.out\n\
+         mv /var/log/cfn-init.log /tmp/{name}.log; cat /var/log/cfn-init-cmd.log >> /tmp/cmd.log; rm -f /var/log/cfn-init-cmd.log\n"
+    )
+}
+
+/// A SysV init script that counts its starts in /var/lib/cfntest/starts and keeps a
+/// `sleep` running while started.
+const INIT_SCRIPT: &str = r#"#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          cfntest
+# Required-Start:    $local_fs
+# Required-Stop:     $local_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: cfn-bootstrap test service
+### END INIT INFO
+PIDFILE=/run/cfntest.pid
+running() { [ -f $PIDFILE ] && kill -0 "$(cat $PIDFILE)" 2>/dev/null; }
+start() { mkdir -p /var/lib/cfntest; echo start >> /var/lib/cfntest/starts; sleep 100000 >/dev/null 2>&1 </dev/null & echo $! > $PIDFILE; }
+stop() { if running; then kill "$(cat $PIDFILE)"; fi; rm -f $PIDFILE; }
+case "$1" in
+  start) running || start ;;
+  stop) stop ;;
+  restart) stop; start ;;
+  status) if running; then echo running; exit 0; else echo stopped; exit 3; fi ;;
+  *) echo "usage: $0 start|stop|restart|status"; exit 2 ;;
+esac
+"#;
+
+fn starts() -> &'static str {
+    "echo \"starts=$(cat /var/lib/cfntest/starts 2>/dev/null | wc -l)\"; /etc/init.d/cfntest status || true\n"
+}
+
+#[test]
+fn apt_installs_pinned_and_latest_idempotently_and_restarts_dependents() {
+    let Some(root) = rootfs("apt") else { return };
+    let o = Overlay::new(root);
+    o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
+    let service = |versions: serde_json::Value| {
+        serde_json::json!({"config": {
+            "packages": {"apt": versions, "dpkg": {"ignored": ""}},
+            "services": {"sysvinit": {"cfntest": {
+                "ensureRunning": "true",
+                "packages": {"apt": ["cfn-tiny"]}
+            }}}
+        }})
+    };
+    o.metadata("first", service(serde_json::json!({"cfn-tiny": "1.0-1", "hello": ""})));
+    o.metadata("again", service(serde_json::json!({"cfn-tiny": "1.0-1", "hello": ""})));
+    o.metadata("upgrade", service(serde_json::json!({"cfn-tiny": ["2.0-1"], "hello": []})));
+    // The reference's prefix match took 2.0 as installed when 2.0-1 is (BUG-APTPREFIX).
+    o.metadata("prefix", serde_json::json!({"config": {"packages": {"apt": {"cfn-tiny": "2.0"}}}}));
+    o.metadata("option", serde_json::json!({"config": {"packages": {"apt": {"-oDebug::pkgProblemResolver=1": ""}}}}));
+    let versions = "dpkg-query -W -f '${Package}=${Version} ${Status}\\n' cfn-tiny hello\n";
+    let script = [
+        "echo before; dpkg-query -W cfn-tiny hello || true\n",
+        &cfn_init("first"),
+        versions,
+        starts(),
+        &cfn_init("again"),
+        starts(),
+        &cfn_init("upgrade"),
+        versions,
+        starts(),
+        &cfn_init("prefix"),
+        &cfn_init("option"),
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+    assert!(out.contains("dpkg-query: no packages found matching cfn-tiny"), "{out}");
+
+    // First run: both installed (pinned and latest), the dependent service restarted.
+    let first = o.read("/tmp/first.log");
+    assert!(out.contains("first exit 0"), "{out}\n{first}");
+    assert!(has(&first, "[INFO] Attempting to install ['cfn-tiny=1.0-1', 'hello'] via APT"), "{first}");
+    assert!(has(&first, "[INFO] APT installed ['cfn-tiny', 'hello']"), "{first}");
+    assert!(has(&first, "[WARNING] Unsupported package manager: dpkg"), "{first}");
+    assert!(has(&first, "[DEBUG] Restarting cfntest due to change detected in dependency"), "{first}");
+    assert!(has(&first, "[INFO] Restarted cfntest successfully"), "{first}");
+    assert!(out.contains("cfn-tiny=1.0-1 install ok installed\nhello="), "{out}");
+    assert!(out.contains("starts=1\nrunning"), "{out}");
+
+    // Second run: nothing installed, nothing restarted, the service left running.
+    let again = o.read("/tmp/again.log");
+    assert!(out.contains("again exit 0"), "{out}\n{again}");
+    assert!(has(&again, "[DEBUG] cfn-tiny=1.0-1 will not be installed as it is already present"), "{again}");
+    assert!(has(&again, "[DEBUG] hello will not be installed as it is already present"), "{again}");
+    assert!(has(&again, "[INFO] All APT packages were already installed"), "{again}");
+    assert!(!again.contains("apt-get"), "{again}");
+    assert!(has(&again, "[DEBUG] No need to modify running state of service cfntest"), "{again}");
+    assert!(!again.contains("Restart"), "{again}");
+    assert_eq!(out.matches("starts=1\nrunning").count(), 2, "{out}");
+
+    // Pinned upgrade: only cfn-tiny changes, the service restarts again.
+    let upgrade = o.read("/tmp/upgrade.log");
+    assert!(out.contains("upgrade exit 0"), "{out}\n{upgrade}");
+    assert!(has(&upgrade, "[INFO] Attempting to install ['cfn-tiny=2.0-1'] via APT"), "{upgrade}");
+    assert!(has(&upgrade, "[INFO] APT installed ['cfn-tiny']"), "{upgrade}");
+    assert!(has(&upgrade, "[INFO] Restarted cfntest successfully"), "{upgrade}");
+    assert!(out.contains("cfn-tiny=2.0-1 install ok installed"), "{out}");
+    assert!(out.contains("starts=2\nrunning"), "{out}");
+
+    // Exact version match (INIT-PKG-07) and refused option-like names (SEC-ARGINJ).
+    let prefix = o.read("/tmp/prefix.log");
+    assert!(out.contains("prefix exit 1"), "{out}");
+    assert!(
+        out.contains("Error occurred during build: APT does not have cfn-tiny=2.0 available for installation"),
+        "{out}\n{prefix}"
+    );
+    assert!(out.contains("option exit 1"), "{out}");
+    assert!(
+        out.contains("Refusing apt package name -oDebug::pkgProblemResolver=1: it must not start with '-'"),
+        "{out}"
+    );
+
+    // apt-get's output went to the command log with the commands' banners.
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(cmd.contains("[INFO] apt-get -q -y install cfn-tiny=1.0-1 hello\n"), "{cmd}");
+    assert!(cmd.contains("[INFO] -----------------------Command Output-----------------------"), "{cmd}");
+    assert!(cmd.contains("[INFO] /sbin/service cfntest restart\n"), "{cmd}");
+}
+
+#[test]
+fn groups_and_users_are_created_modified_and_checked() {
+    let Some(root) = rootfs("users") else { return };
+    let o = Overlay::new(root);
+    let groups = serde_json::json!({"cfnapp": {"gid": "4100"}, "cfnops": {}, "cfnnum": {"gid": 4101}});
+    o.metadata(
+        "create",
+        serde_json::json!({"config": {
+            "groups": groups,
+            "users": {"cfnuser": {"uid": "4200", "groups": ["cfnapp", "cfnops"], "homeDir": "/srv/cfnuser"},
+                      "cfnplain": {}}
+        }}),
+    );
+    o.metadata(
+        "same",
+        serde_json::json!({"config": {
+            "groups": groups,
+            "users": {"cfnuser": {"uid": 4200, "groups": ["cfnops", "cfnapp"], "homeDir": "/srv/cfnuser"},
+                      "cfnplain": {}}
+        }}),
+    );
+    o.metadata(
+        "modify",
+        serde_json::json!({"config": {"users": {"cfnuser": {"groups": ["cfnnum"], "homeDir": "/srv/other"}}}}),
+    );
+    o.metadata("gid", serde_json::json!({"config": {"groups": {"cfnapp": {"gid": "4999"}}}}));
+    o.metadata("uid", serde_json::json!({"config": {"users": {"cfnuser": {"uid": "4999"}}}}));
+    o.metadata("nogroup", serde_json::json!({"config": {"users": {"cfnnew": {"groups": ["no-such-group"]}}}}));
+    let show = "getent group cfnapp cfnops cfnnum; getent passwd cfnuser cfnplain; id cfnuser; \
+                [ -e /srv/cfnuser ] && echo home-created || echo no-home-created\n";
+    let script = [
+        &cfn_init("create"),
+        show,
+        &cfn_init("same"),
+        &cfn_init("modify"),
+        "getent passwd cfnuser; id cfnuser\n",
+        &cfn_init("gid"),
+        &cfn_init("uid"),
+        &cfn_init("nogroup"),
+        "getent passwd cfnnew || echo no-cfnnew\n",
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+
+    let create = o.read("/tmp/create.log");
+    assert!(out.contains("create exit 0"), "{out}\n{create}");
+    for line in [
+        "[INFO] Created group cfnapp successfully",
+        "[INFO] Created group cfnnum successfully",
+        "[INFO] Created group cfnops successfully",
+        "[INFO] Added user cfnplain successfully",
+        "[INFO] Added user cfnuser successfully",
+    ] {
+        assert!(has(&create, line), "{line}\n{create}");
+    }
+    // Sorted order: cfnapp, cfnnum, cfnops.
+    let created: Vec<String> = messages(&create).into_iter().filter(|m| m.contains("Created group")).collect();
+    assert_eq!(created.len(), 3);
+    assert!(created[0].contains("cfnapp") && created[1].contains("cfnnum") && created[2].contains("cfnops"));
+    assert!(out.contains("cfnapp:x:4100:cfnuser\n"), "{out}");
+    assert!(out.contains("cfnnum:x:4101:\n"), "{out}");
+    assert!(out.contains("cfnuser:x:4200:"), "{out}");
+    assert!(out.contains(":/srv/cfnuser:/sbin/nologin\n"), "{out}");
+    assert!(out.contains("uid=4200(cfnuser)"), "{out}");
+    assert!(out.contains("4100(cfnapp)") && out.contains("(cfnops)"), "{out}");
+    assert!(out.contains("no-home-created"), "{out}");
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(cmd.contains("[INFO] /usr/sbin/groupadd -r -g 4100 cfnapp\n"), "{cmd}");
+    assert!(cmd.contains("[INFO] /usr/sbin/groupadd -r cfnops\n"), "{cmd}");
+    assert!(cmd.contains("/usr/sbin/useradd -M -r --shell /sbin/nologin -d /srv/cfnuser -u 4200 -G 4100,"), "{cmd}");
+
+    // Same again: nothing changes.
+    let same = o.read("/tmp/same.log");
+    assert!(out.contains("same exit 0"), "{out}\n{same}");
+    assert!(has(&same, "[DEBUG] Group cfnapp already exists"), "{same}");
+    assert!(has(&same, "[DEBUG] Groups have not changed for cfnuser"), "{same}");
+    assert!(has(&same, "[DEBUG] Homedir has not changed for cfnuser"), "{same}");
+    assert!(has(&same, "[DEBUG] User cfnuser does not need modification"), "{same}");
+    assert!(has(&same, "[INFO] No homedir or groups specified; not modifying cfnplain"), "{same}");
+    assert!(!same.contains("successfully"), "{same}");
+
+    // Membership replaced and home changed (not moved) with one usermod.
+    let modify = o.read("/tmp/modify.log");
+    assert!(has(&modify, "[INFO] Modified user cfnuser successfully"), "{modify}");
+    assert!(cmd.contains("[INFO] /usr/sbin/usermod -G 4101 -d /srv/other cfnuser\n"), "{cmd}");
+    assert!(out.contains(":/srv/other:/sbin/nologin\n"), "{out}");
+    let after_modify = &out[out.find("modify exit 0").expect(out)..];
+    assert!(after_modify.contains("4101(cfnnum)") && !after_modify.contains("(cfnapp)"), "{after_modify}");
+
+    // Mismatches fail with the reference's messages.
+    assert!(out.contains("gid exit 1"), "{out}");
+    assert!(
+        out.contains("Error occurred during build: Group cfnapp exists with gid 4100, but gid 4999 was requested"),
+        "{out}"
+    );
+    assert!(out.contains("uid exit 1"), "{out}");
+    assert!(
+        out.contains("Error occurred during build: User cfnuser exists with uid 4200, but uid 4999 was requested"),
+        "{out}"
+    );
+    assert!(out.contains("Error occurred during build: no-such-group is not a valid group name"), "{out}");
+    assert!(out.contains("no-cfnnew"), "{out}");
+}
+
+#[test]
+fn sysv_service_is_enabled_started_and_restarted_when_its_file_changes() {
+    let Some(root) = rootfs("sysvinit") else { return };
+    let o = Overlay::new(root);
+    o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
+    o.metadata(
+        "start",
+        serde_json::json!({"config": {"services": {"sysvinit": {"cfntest": {"enabled": "true", "ensureRunning": true}}}}}),
+    );
+    // A listed file changes: restarted even though ensureRunning is false (INIT-SVC-04).
+    o.metadata(
+        "changed",
+        serde_json::json!({"config": {
+            "files": {"/etc/cfntest.conf": {"content": "v2\n"}},
+            "services": {"sysvinit": {"cfntest": {"ensureRunning": false, "files": ["/etc/cfntest.conf"]}}}
+        }}),
+    );
+    // Nothing it depends on changed: ensureRunning false stops it; then disabled.
+    o.metadata(
+        "stop",
+        serde_json::json!({"config": {
+            "files": {"/etc/other.conf": {"content": "x"}},
+            "services": {"sysvinit": {"cfntest": {"enabled": false, "ensureRunning": "false", "files": ["/etc/cfntest.conf"]}}}
+        }}),
+    );
+    let links = "ls /etc/rc2.d /etc/rc0.d | grep cfntest || echo no-links\n";
+    let script = [
+        // As a package's postinst would: the script is registered, not yet enabled.
+        "update-rc.d cfntest defaults >/dev/null; update-rc.d cfntest disable >/dev/null 2>&1; ",
+        links,
+        &cfn_init("start"),
+        links,
+        starts(),
+        &cfn_init("changed"),
+        starts(),
+        &cfn_init("stop"),
+        links,
+        starts(),
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+    assert!(out.contains("K01cfntest\nK01cfntest\nstart exit 0"), "registered but disabled first: {out}");
+
+    let start = o.read("/tmp/start.log");
+    assert!(out.contains("start exit 0"), "{out}\n{start}");
+    assert!(has(&start, "[DEBUG] Using service modifier: /usr/sbin/update-rc.d"), "{start}");
+    assert!(has(&start, "[DEBUG] Setting service cfntest to enabled"), "{start}");
+    assert!(has(&start, "[INFO] enabled service cfntest"), "{start}");
+    assert!(has(&start, "[DEBUG] Using service runner: /sbin/service"), "{start}");
+    assert!(has(&start, "[DEBUG] Starting service cfntest as it is not running"), "{start}");
+    assert!(has(&start, "[INFO] Started cfntest successfully"), "{start}");
+    let after_start = &out[out.find("start exit 0").unwrap()..];
+    assert!(after_start.contains("S01cfntest"), "enabled in runlevel 2: {out}");
+    assert!(after_start.contains("starts=1\nrunning"), "{out}");
+
+    let changed = o.read("/tmp/changed.log");
+    assert!(out.contains("changed exit 0"), "{out}\n{changed}");
+    assert!(has(&changed, "[DEBUG] Not modifying enabled state of service cfntest"), "{changed}");
+    assert!(has(&changed, "[DEBUG] Restarting cfntest due to change detected in dependency"), "{changed}");
+    assert!(has(&changed, "[INFO] Restarted cfntest successfully"), "{changed}");
+    assert!(out.contains("starts=2\nrunning"), "{out}");
+
+    let stop = o.read("/tmp/stop.log");
+    assert!(out.contains("stop exit 0"), "{out}\n{stop}");
+    assert!(has(&stop, "[INFO] disabled service cfntest"), "{stop}");
+    assert!(has(&stop, "[DEBUG] Stopping service cfntest as it is running"), "{stop}");
+    assert!(has(&stop, "[INFO] Stopped cfntest successfully"), "{stop}");
+    assert!(!stop.contains("Restart"), "{stop}");
+    let after_stop = &out[out.find("stop exit 0").unwrap()..];
+    assert!(after_stop.contains("starts=2\nstopped"), "{out}");
+    assert!(!after_stop.contains("S01cfntest"), "{out}");
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(cmd.contains("[INFO] /usr/sbin/update-rc.d cfntest enable\n"), "{cmd}");
+    assert!(cmd.contains("[INFO] /sbin/service cfntest start\n"), "{cmd}");
+    assert_eq!(cmd.matches("[INFO] Completed successfully.").count(), 5, "{cmd}");
+}
+
+#[test]
+fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
+    let Some(root) = rootfs("systemd") else { return };
+    let o = Overlay::new(root);
+    o.put(
+        "/etc/systemd/system/cfnunit.service",
+        "[Unit]\nDescription=cfn test unit\n[Service]\nExecStart=/bin/sleep 1000\n[Install]\nWantedBy=multi-user.target\n",
+        0o644,
+    );
+    let svc =
+        |enabled: bool| serde_json::json!({"config": {"services": {"systemd": {"cfnunit": {"enabled": enabled}}}}});
+    o.metadata("enable", svc(true));
+    o.metadata("disable", svc(false));
+    o.metadata("missing", svc(true));
+    let state = "systemctl is-enabled cfnunit || true; \
+                 [ -L /etc/systemd/system/multi-user.target.wants/cfnunit.service ] && echo wants-link || echo no-wants-link\n";
+    let script = [
+        state,
+        &cfn_init("enable"),
+        state,
+        &cfn_init("disable"),
+        state,
+        "rm /usr/bin/systemctl\n",
+        &cfn_init("missing"),
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+    assert!(out.starts_with("disabled\nno-wants-link\n"), "{out}");
+    let enable = o.read("/tmp/enable.log");
+    assert!(out.contains("enable exit 0\n"), "{out}\n{enable}");
+    assert!(has(&enable, "[INFO] enabled service cfnunit"), "{enable}");
+    let after_enable = &out[out.find("enable exit 0").unwrap()..out.find("disable exit").unwrap()];
+    assert!(after_enable.contains("enabled\nwants-link\n"), "{out}");
+    let disable = o.read("/tmp/disable.log");
+    assert!(has(&disable, "[INFO] disabled service cfnunit"), "{disable}");
+    let after_disable = &out[out.find("disable exit 0").unwrap()..];
+    assert!(after_disable.contains("disabled\nno-wants-link\n"), "{out}");
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(cmd.contains("[INFO] /usr/bin/systemctl enable cfnunit\n"), "{cmd}");
+    assert!(cmd.contains("\tCreated symlink /etc/systemd/system/multi-user.target.wants/cfnunit.service"), "{cmd}");
+    assert!(cmd.contains("[INFO] /usr/bin/systemctl disable cfnunit\n"), "{cmd}");
+    assert!(out.contains("missing exit 1"), "{out}");
+    assert!(out.contains("Error occurred during build: SystemD is not available on the instance"), "{out}");
+}

@@ -1,0 +1,158 @@
+//! The isolated Debian root the system tests of cfn-init run in (tests/init_system.rs):
+//! a debootstrap'd bookworm `minbase` with systemd, sysvinit-utils (`service`),
+//! init-system-helpers (`update-rc.d`) and passwd, plus a local apt repository at
+//! `/srv/cfn-repo` (a `file:` source, trusted) holding a real small Debian package
+//! (`hello`, downloaded once) and two versions of a tiny package built here
+//! (`cfn-tiny` 1.0-1 and 2.0-1). The root's apt lists only know that repository, so
+//! tests install packages offline and can pin versions.
+//!
+//! Built once into `target/testroot/bookworm` (about a minute, needs the Debian mirror)
+//! and reused; tests overlay it, so it is never modified. Delete the directory to
+//! rebuild it. `CFN_TESTROOT_MIRROR` picks another mirror.
+
+use crate::workspace;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Bump when the contents change, so old caches are rebuilt.
+const MARKER: &str = ".cfn-testroot-v1";
+const SUITE: &str = "bookworm";
+const INCLUDE: &str = "systemd,init-system-helpers,sysvinit-utils,passwd";
+const REAL_PACKAGE: &str = "hello";
+
+pub fn path() -> PathBuf {
+    workspace().join("target/testroot").join(SUITE)
+}
+
+/// The cached root, built first when missing. `None` when not running as root (the
+/// system tests then say they were skipped).
+pub fn ensure() -> Result<Option<PathBuf>> {
+    let root = path();
+    if root.join(MARKER).is_file() {
+        return Ok(Some(root));
+    }
+    // /proc/self belongs to the effective user.
+    let euid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?);
+    if euid != 0 {
+        eprintln!("xtask: not root, so the isolated Debian root is not built (system tests will skip)");
+        return Ok(None);
+    }
+    let started = Instant::now();
+    eprintln!("xtask: building the isolated Debian root in {} (once)", root.display());
+    install_missing(&[("debootstrap", "debootstrap"), ("dpkg-scanpackages", "dpkg-dev"), ("dpkg-deb", "dpkg")])?;
+    let building = root.with_extension("building");
+    if building.exists() {
+        std::fs::remove_dir_all(&building).context("remove a half-built root")?;
+    }
+    let mirror = std::env::var("CFN_TESTROOT_MIRROR").unwrap_or_else(|_| "http://deb.debian.org/debian".into());
+    let log = root.with_extension("debootstrap.log");
+    let log_file = std::fs::File::create(&log)?;
+    let status = Command::new("debootstrap")
+        .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
+        .arg(&building)
+        .arg(&mirror)
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .status()
+        .context("run debootstrap")?;
+    if !status.success() {
+        bail!("debootstrap failed; see {}", log.display());
+    }
+
+    let repo = building.join("srv/cfn-repo");
+    std::fs::create_dir_all(&repo)?;
+    for version in ["1.0-1", "2.0-1"] {
+        tiny_deb(&building, &repo, version)?;
+    }
+    // The real package comes from the mirror through the root's own apt.
+    chroot(&building, &format!("apt-get -q update && cd /srv/cfn-repo && apt-get -q download {REAL_PACKAGE}"))?;
+    let packages = Command::new("dpkg-scanpackages")
+        .args(["--multiversion", ".", "/dev/null"])
+        .current_dir(&repo)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .context("run dpkg-scanpackages")?;
+    if !packages.status.success() {
+        bail!("dpkg-scanpackages failed");
+    }
+    std::fs::write(repo.join("Packages"), &packages.stdout)?;
+    // From now on the root only knows the local repository.
+    std::fs::write(building.join("etc/apt/sources.list"), "deb [trusted=yes] file:/srv/cfn-repo ./\n")?;
+    let _ = std::fs::remove_dir_all(building.join("etc/apt/sources.list.d"));
+    std::fs::create_dir_all(building.join("etc/apt/sources.list.d"))?;
+    chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update && apt-get clean")?;
+    std::fs::write(building.join(MARKER), format!("{SUITE} {INCLUDE} {REAL_PACKAGE} cfn-tiny\n"))?;
+    std::fs::rename(&building, &root)?;
+    eprintln!("xtask: isolated Debian root built in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(Some(root))
+}
+
+/// Installs the Debian packages that provide missing programs.
+fn install_missing(programs: &[(&str, &str)]) -> Result<()> {
+    let on_path = |p: &str| ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().any(|d| Path::new(d).join(p).is_file());
+    let missing: Vec<&str> = programs.iter().filter(|(p, _)| !on_path(p)).map(|(_, pkg)| *pkg).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing {}", missing.join(" "));
+    let update = Command::new("apt-get").args(["-q", "update"]).status()?;
+    if !update.success() {
+        bail!("apt-get update failed");
+    }
+    let status = Command::new("apt-get")
+        .args(["-q", "-y", "install"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()?;
+    if !status.success() {
+        bail!("could not install {}", missing.join(" "));
+    }
+    Ok(())
+}
+
+/// Builds `cfn-tiny_<version>_all.deb` into `repo`: one file naming its version.
+fn tiny_deb(scratch_parent: &Path, repo: &Path, version: &str) -> Result<()> {
+    let dir = scratch_parent.join(format!("tmp/cfn-tiny-{version}"));
+    std::fs::create_dir_all(dir.join("DEBIAN"))?;
+    std::fs::create_dir_all(dir.join("usr/share/cfn-tiny"))?;
+    std::fs::write(
+        dir.join("DEBIAN/control"),
+        format!(
+            "Package: cfn-tiny\nVersion: {version}\nArchitecture: all\nMaintainer: cfn-bootstrap tests <tests@localhost>\n\
+             Section: misc\nPriority: optional\nDescription: tiny package for the cfn-bootstrap system tests\n"
+        ),
+    )?;
+    std::fs::write(dir.join("usr/share/cfn-tiny/VERSION"), format!("{version}\n"))?;
+    let status = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&dir)
+        .arg(repo.join(format!("cfn-tiny_{version}_all.deb")))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("run dpkg-deb")?;
+    if !status.success() {
+        bail!("dpkg-deb failed for cfn-tiny {version}");
+    }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// Runs a shell command inside the root being built (with /proc, in a private mount
+/// namespace so nothing stays mounted).
+fn chroot(root: &Path, script: &str) -> Result<()> {
+    let status = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t proc proc "$ROOT/proc" && exec chroot "$ROOT" /bin/sh -c "$SCRIPT""#)
+        .env("ROOT", root)
+        .env("SCRIPT", script)
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .context("run unshare/chroot")?;
+    if !status.success() {
+        bail!("in the test root: `{script}` failed");
+    }
+    Ok(())
+}
