@@ -142,6 +142,62 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// Role credentials kept by a long-running process and refreshed before they expire
+/// (CRED-06, SPEC §3.5): fetched on first use, fetched again once fewer than two hours
+/// remain; when a refresh fails while the old keys are still valid, the old keys are
+/// used and the refresh is tried again on the next use. Key, secret and token always
+/// come from one answer (WEAK-race fixed).
+pub struct RefreshingRole {
+    role: String,
+    current: std::sync::Mutex<Option<(Credentials, Option<chrono::DateTime<chrono::Utc>>)>>,
+}
+
+/// How long before `Expiration` role credentials are refreshed.
+pub const ROLE_REFRESH_MARGIN: chrono::TimeDelta = chrono::TimeDelta::hours(2);
+
+impl RefreshingRole {
+    pub fn new(role: &str) -> RefreshingRole {
+        RefreshingRole { role: role.to_string(), current: std::sync::Mutex::new(None) }
+    }
+
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// Valid credentials, from IMDS when a refresh is due.
+    pub fn credentials(&self, imds: &Imds) -> Result<Credentials, CredentialError> {
+        self.credentials_at(chrono::Utc::now(), || imds.role_credentials_expiring(&self.role))
+    }
+
+    /// [`Self::credentials`] with the clock and the IMDS call given (for tests).
+    pub fn credentials_at(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        fetch: impl FnOnce() -> Result<(Credentials, Option<chrono::DateTime<chrono::Utc>>), ImdsError>,
+    ) -> Result<Credentials, CredentialError> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((credentials, expiry)) = current.as_ref()
+            && expiry.is_none_or(|e| e - ROLE_REFRESH_MARGIN >= now)
+        {
+            return Ok(credentials.clone());
+        }
+        match fetch() {
+            Ok((credentials, expiry)) => {
+                tracing::debug!("Retrieved credentials for role {}, expiring {:?}", self.role, expiry);
+                *current = Some((credentials.clone(), expiry));
+                Ok(credentials)
+            }
+            Err(source) => match current.as_ref() {
+                Some((credentials, Some(expiry))) if *expiry > now => {
+                    tracing::warn!("Exception while refreshing credentials; will refresh on next access: {source}");
+                    Ok(credentials.clone())
+                }
+                _ => Err(CredentialError::Role { role: self.role.clone(), source }),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +254,34 @@ mod tests {
         let shown = format!("{c:?} {:?}", Signer::SigV4(c.clone()));
         assert!(shown.contains("AKID"));
         assert!(!shown.contains("SECRETVALUE") && !shown.contains("TOKENVALUE"), "{shown}");
+    }
+    #[test]
+    fn role_credentials_refresh_two_hours_before_expiry_and_survive_a_failed_refresh() {
+        use chrono::{TimeDelta, TimeZone, Utc};
+        let t0 = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap();
+        let role = RefreshingRole::new("r");
+        let keys = |n: u32| Credentials::new(&format!("AK{n}"), "s", Some(format!("t{n}")));
+        let fetches = std::cell::Cell::new(0);
+        let fetch = |n: u32, valid_for: TimeDelta, at: chrono::DateTime<Utc>| {
+            fetches.set(fetches.get() + 1);
+            Ok((keys(n), Some(at + valid_for)))
+        };
+        assert_eq!(role.credentials_at(t0, || fetch(1, TimeDelta::hours(6), t0)).unwrap(), keys(1));
+        // Still more than two hours left: no IMDS call.
+        let t1 = t0 + TimeDelta::hours(3);
+        assert_eq!(role.credentials_at(t1, || fetch(9, TimeDelta::hours(6), t1)).unwrap(), keys(1));
+        assert_eq!(fetches.get(), 1);
+        // Within two hours of expiry: refreshed.
+        let t2 = t0 + TimeDelta::hours(4) + TimeDelta::minutes(1);
+        assert_eq!(role.credentials_at(t2, || fetch(2, TimeDelta::hours(6), t2)).unwrap(), keys(2));
+        assert_eq!(fetches.get(), 2);
+        // A failed refresh keeps still-valid keys, then fails once they have expired.
+        let down = || Err(ImdsError::Failed { path: "p".into(), reason: "down".into() });
+        let t3 = t2 + TimeDelta::hours(5);
+        assert_eq!(role.credentials_at(t3, down).unwrap(), keys(2));
+        let t4 = t2 + TimeDelta::hours(7);
+        assert!(matches!(role.credentials_at(t4, down), Err(CredentialError::Role { .. })));
+        let fresh = RefreshingRole::new("r");
+        assert!(fresh.credentials_at(t0, down).is_err());
     }
 }

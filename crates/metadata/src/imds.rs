@@ -54,6 +54,17 @@ pub struct Imds {
     session: Mutex<Session>,
 }
 
+/// The keys of an `iam/security-credentials/<role>` answer.
+fn parse_role_document(path: &str, text: &str) -> Result<Credentials, ImdsError> {
+    let failed = |reason: &str| ImdsError::Failed { path: path.to_string(), reason: reason.to_string() };
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| failed(&format!("invalid JSON: {e}")))?;
+    let field = |name: &str| doc.get(name).and_then(|v| v.as_str()).map(str::to_string);
+    match (field("AccessKeyId"), field("SecretAccessKey")) {
+        (Some(ak), Some(sk)) => Ok(Credentials { access_key: ak, secret_key: sk, session_token: field("Token") }),
+        _ => Err(failed("the answer has no AccessKeyId/SecretAccessKey")),
+    }
+}
+
 /// One HTTP exchange with IMDS, before interpretation.
 enum Outcome {
     Status(u16, String),
@@ -142,13 +153,24 @@ impl Imds {
     pub fn role_credentials(&self, role: &str) -> Result<Credentials, ImdsError> {
         let path = format!("/latest/meta-data/iam/security-credentials/{role}");
         let text = self.get(&path)?;
-        let failed = |reason: &str| ImdsError::Failed { path: path.clone(), reason: reason.to_string() };
-        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| failed(&format!("invalid JSON: {e}")))?;
-        let field = |name: &str| doc.get(name).and_then(|v| v.as_str()).map(str::to_string);
-        match (field("AccessKeyId"), field("SecretAccessKey")) {
-            (Some(ak), Some(sk)) => Ok(Credentials { access_key: ak, secret_key: sk, session_token: field("Token") }),
-            _ => Err(failed("the answer has no AccessKeyId/SecretAccessKey")),
-        }
+        parse_role_document(&path, &text)
+    }
+
+    /// Role credentials with their `Expiration` (`%Y-%m-%dT%H:%M:%SZ`, UTC), for callers
+    /// that keep them and must refresh them in time (cfn-hup, CRED-06).
+    pub fn role_credentials_expiring(
+        &self,
+        role: &str,
+    ) -> Result<(Credentials, Option<chrono::DateTime<chrono::Utc>>), ImdsError> {
+        let path = format!("/latest/meta-data/iam/security-credentials/{role}");
+        let text = self.get(&path)?;
+        let credentials = parse_role_document(&path, &text)?;
+        let expiration = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|doc| doc.get("Expiration").and_then(|v| v.as_str()).map(str::to_string))
+            .and_then(|e| chrono::NaiveDateTime::parse_from_str(&e, "%Y-%m-%dT%H:%M:%SZ").ok())
+            .map(|naive| naive.and_utc());
+        Ok((credentials, expiration))
     }
 
     /// GET a metadata path (e.g. `/latest/meta-data/instance-id`) as text.
