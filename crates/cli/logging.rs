@@ -81,6 +81,44 @@ struct FileLayer {
     wire: Option<Mutex<RotatingFile>>,
 }
 
+/// The main log's level as changed after start-up (`set_level`); 0 = as `init` said.
+static LEVEL_OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+/// Targets whose events go to the main log at DEBUG whatever their level (`demote`).
+static DEMOTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+fn level_code(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 1,
+        Level::WARN => 2,
+        Level::INFO => 3,
+        Level::DEBUG => 4,
+        _ => 5,
+    }
+}
+
+fn code_level(code: u8) -> Option<Level> {
+    Some(match code {
+        1 => Level::ERROR,
+        2 => Level::WARN,
+        3 => Level::INFO,
+        4 => Level::DEBUG,
+        5 => Level::TRACE,
+        _ => return None,
+    })
+}
+
+/// Changes the main log's level after `init` (cfn-hup: DEBUG while reading its
+/// configuration, then INFO or DEBUG; a reload may change it again).
+pub fn set_level(level: Level) {
+    LEVEL_OVERRIDE.store(level_code(level), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Writes the events of targets starting with `prefix` at DEBUG (cfn-hup's daemon
+/// reports service outages once per change instead of every failed attempt).
+pub fn demote(prefix: &'static str) {
+    DEMOTED.lock().unwrap_or_else(|e| e.into_inner()).push(prefix);
+}
+
 /// Opens the logs of a tool and installs them as the process's `tracing` subscriber.
 /// `main_name` is `cfn-init.log` or `cfn-hup.log`.
 pub fn init(main_name: &str, level: Level) {
@@ -133,7 +171,13 @@ impl<S: Subscriber> Layer<S> for FileLayer {
         let meta = event.metadata();
         let mut message = Message::default();
         event.record(&mut message);
-        let level = level_name(meta.level());
+        let demoted = {
+            let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
+            !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))
+        };
+        let event_level = if demoted { Level::DEBUG } else { *meta.level() };
+        let max_level = code_level(LEVEL_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(self.level);
+        let level = level_name(&event_level);
         match meta.target() {
             CMD_TARGET => {
                 if let Some(cmd) = &self.cmd {
@@ -147,7 +191,7 @@ impl<S: Subscriber> Layer<S> for FileLayer {
                     wire.lock().unwrap_or_else(|e| e.into_inner()).write_line(&line);
                 }
             }
-            _ if *meta.level() <= self.level => {
+            _ if event_level <= max_level => {
                 let line = format!("{} [{level}] {}\n", timestamp(), message.0);
                 match &mut *self.main.lock().unwrap_or_else(|e| e.into_inner()) {
                     MainSink::File(file) => file.write_line(&line),
