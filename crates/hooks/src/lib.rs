@@ -1,1 +1,19 @@
-//! placeholder
+//! cfn-hup (SPEC §14): the configuration directory and its INI dialect, update hooks and
+//! their paths, change detection against `metadata_db.json`, running actions, and the
+//! pieces of a well-behaved service (pid file, daemon, signals, schedule).
+//!
+//! Libraries never print: errors are typed and progress is reported as `tracing`
+//! events, which the binary writes to `cfn-hup.log`.
+
+pub mod config;
+pub mod daemon;
+pub mod detect;
+pub mod ini;
+pub mod path;
+pub mod runner;
+pub mod service;
+pub mod state;
+
+pub use config::{ConfigError, Hook, HupConfig, MainConfig};
+pub use runner::{Health, PassOptions, PassReport, run_pass};
+pub use state::{MetadataDb, StateValue};

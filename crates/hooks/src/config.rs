@@ -1,0 +1,334 @@
+//! cfn-hup's configuration directory (HUP-CONF-01..03, HUP-HOOK-01..02): `cfn-hup.conf`
+//! with its `[main]` section, and the update hooks of `hooks.conf` plus every regular
+//! file in `hooks.d/` (read in name order, later files overriding earlier values).
+
+use crate::ini::{Ini, IniError};
+use crate::path::{HookPath, PathError};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_REGION: &str = "us-east-1";
+pub const DEFAULT_INTERVAL_MINUTES: u64 = 15;
+pub const DEFAULT_UMASK: u32 = 0o022;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("Could not find configuration at {0}")]
+    NoDirectory(String),
+    #[error("Could not find main configuration at {0}")]
+    NoMainFile(String),
+    #[error("[main] section must contain stack option")]
+    NoStack,
+    #[error("No hook configurations found at {0}/hooks.conf or {0}/hooks.d.")]
+    NoHookFiles(String),
+    #[error("No valid hooks found")]
+    NoValidHooks,
+    #[error("{0}")]
+    Ini(#[from] IniError),
+    #[error("{0}")]
+    Path(#[from] PathError),
+    #[error("Could not read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    /// ConfigParser's boolean words only (`1/yes/true/on`, `0/no/false/off`).
+    #[error("Not a boolean: {0}")]
+    NotBoolean(String),
+    #[error("Invalid interval (must be 1 minute or greater): {0}")]
+    IntervalTooShort(String),
+    #[error("Invalid interval (must be a whole number of minutes): {0}")]
+    IntervalNotInteger(String),
+    #[error("Invalid octal value specified for umask in config file: {0}")]
+    Umask(String),
+}
+
+/// The `[main]` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MainConfig {
+    pub stack: String,
+    /// Takes precedence over `credential_file` (unlike the other tools' options).
+    pub role: Option<String>,
+    pub credential_file: Option<PathBuf>,
+    pub region: String,
+    pub url: Option<String>,
+    pub verbose: bool,
+    interval: Option<String>,
+    umask: Option<String>,
+}
+
+impl MainConfig {
+    /// The polling interval in minutes (default 15, at least 1). Only daemon and
+    /// foreground modes use it, so only they validate it.
+    pub fn interval_minutes(&self) -> Result<u64, ConfigError> {
+        let Some(text) = self.interval.as_deref() else {
+            return Ok(DEFAULT_INTERVAL_MINUTES);
+        };
+        let value: i64 = text.trim().parse().map_err(|_| ConfigError::IntervalNotInteger(text.to_string()))?;
+        if value < 1 {
+            return Err(ConfigError::IntervalTooShort(text.to_string()));
+        }
+        Ok(value as u64)
+    }
+
+    /// The daemon's umask: `None` when the file sets none (then 022 applies). The value is
+    /// always read as octal, as the reference did (`22` is 022).
+    pub fn umask(&self) -> Result<Option<u32>, ConfigError> {
+        let Some(text) = self.umask.as_deref() else {
+            return Ok(None);
+        };
+        let prefixed = format!("0{}", text.trim());
+        let digits = prefixed.strip_prefix("0o").or_else(|| prefixed.strip_prefix("0O")).unwrap_or(&prefixed);
+        let digits = digits.trim_start_matches('0');
+        let value = if digits.is_empty() {
+            Some(0)
+        } else if digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+            u32::from_str_radix(digits, 8).ok()
+        } else {
+            None
+        };
+        match value {
+            Some(v) if v <= 0o777 => Ok(Some(v)),
+            Some(_) => Err(ConfigError::Umask(format!("{text} is greater than 0777"))),
+            None => Err(ConfigError::Umask(format!("invalid literal for int() with base 8: '{prefixed}'"))),
+        }
+    }
+}
+
+/// An update hook (`on.command` hooks are command hooks, a later feature).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    pub name: String,
+    pub triggers: Vec<String>,
+    pub path: HookPath,
+    pub action: String,
+    pub runas: Option<String>,
+}
+
+impl Hook {
+    pub fn has_trigger(&self, trigger: &str) -> bool {
+        self.triggers.iter().any(|t| t == trigger)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HupConfig {
+    pub dir: PathBuf,
+    pub main: MainConfig,
+    pub hooks: Vec<Hook>,
+}
+
+/// ConfigParser's `getboolean`.
+pub fn parse_bool(text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_lowercase().as_str() {
+        "1" | "yes" | "true" | "on" => Ok(true),
+        "0" | "no" | "false" | "off" => Ok(false),
+        _ => Err(ConfigError::NotBoolean(text.to_string())),
+    }
+}
+
+/// Reads `<dir>/cfn-hup.conf`.
+pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
+    if !dir.is_dir() {
+        return Err(ConfigError::NoDirectory(dir.display().to_string()));
+    }
+    let file = dir.join("cfn-hup.conf");
+    if !file.is_file() {
+        return Err(ConfigError::NoMainFile(file.display().to_string()));
+    }
+    let mut ini = Ini::new();
+    ini.read_file(&file).map_err(|source| ConfigError::Read { path: file.display().to_string(), source })??;
+    let get = |key: &str| -> Result<Option<String>, ConfigError> { Ok(ini.get("main", key)?) };
+    let nonempty = |key: &str| -> Result<Option<String>, ConfigError> { Ok(get(key)?.filter(|v| !v.is_empty())) };
+    let stack = nonempty("stack")?.ok_or(ConfigError::NoStack)?;
+    let verbose = match get("verbose")? {
+        Some(v) => parse_bool(&v)?,
+        None => false,
+    };
+    Ok(MainConfig {
+        stack,
+        role: nonempty("role")?,
+        credential_file: nonempty("credential-file")?.map(PathBuf::from),
+        region: nonempty("region")?.unwrap_or_else(|| DEFAULT_REGION.to_string()),
+        url: nonempty("url")?,
+        verbose,
+        interval: get("interval")?,
+        umask: get("umask")?,
+    })
+}
+
+/// The hook files: `<dir>/hooks.conf`, then every regular file of `<dir>/hooks.d` by name.
+pub fn hook_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let main = dir.join("hooks.conf");
+    if main.is_file() {
+        files.push(main);
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("hooks.d")) {
+        let mut more: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+        more.sort();
+        files.extend(more);
+    }
+    files
+}
+
+/// Reads the update hooks. Hooks missing a key are skipped with the reference's ERROR
+/// line; an invalid path is fatal (HUP-PATH-01).
+pub fn load_hooks(dir: &Path) -> Result<Vec<Hook>, ConfigError> {
+    let files = hook_files(dir);
+    if files.is_empty() {
+        return Err(ConfigError::NoHookFiles(dir.display().to_string()));
+    }
+    let mut ini = Ini::new();
+    for file in &files {
+        ini.read_file(file).map_err(|source| ConfigError::Read { path: file.display().to_string(), source })??;
+    }
+    let mut hooks = Vec::new();
+    for name in ini.sections() {
+        let Some(triggers) = ini.get(&name, "triggers")? else {
+            tracing::error!("No triggers specified for hook {name}");
+            continue;
+        };
+        let triggers: Vec<String> = triggers.split(',').map(|t| t.trim().to_string()).collect();
+        let Some(path) = ini.get(&name, "path")? else {
+            tracing::error!("No path specified for hook {name}");
+            continue;
+        };
+        let Some(action) = ini.get(&name, "action")? else {
+            tracing::error!("No action specified for hook {name}");
+            continue;
+        };
+        if triggers == ["on.command"] {
+            tracing::warn!(
+                "Hook {name} is a command hook (on.command); command hooks are not supported yet, skipping it"
+            );
+            continue;
+        }
+        let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+        hooks.push(Hook { path: HookPath::parse(&path)?, name, triggers, action, runas });
+    }
+    if hooks.is_empty() {
+        return Err(ConfigError::NoValidHooks);
+    }
+    Ok(hooks)
+}
+
+/// The whole configuration directory, checked in the reference's order.
+pub fn load(dir: &Path) -> Result<HupConfig, ConfigError> {
+    let main = load_main(dir)?;
+    let hooks = load_hooks(dir)?;
+    Ok(HupConfig { dir: dir.to_path_buf(), main, hooks })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    const HOOK: &str = "[h]\ntriggers=post.update\npath=Resources.A.Metadata\naction=true\n";
+
+    #[test]
+    fn main_keys_defaults_and_validation() {
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n"), ("hooks.conf", HOOK)]);
+        let c = load(d.path()).unwrap();
+        assert_eq!(c.main.stack, "s");
+        assert_eq!(c.main.region, "us-east-1");
+        assert_eq!((c.main.interval_minutes().unwrap(), c.main.umask().unwrap(), c.main.verbose), (15, None, false));
+
+        let main = |extra: &str| {
+            let d = dir_with(&[("cfn-hup.conf", &format!("[main]\nstack=s\n{extra}"))]);
+            load_main(d.path())
+        };
+        let m = main("interval=1\numask=027\nverbose=On\nrole=r\ncredential-file=/c\nregion=eu-west-1\nurl=http://x\n")
+            .unwrap();
+        assert_eq!((m.interval_minutes().unwrap(), m.umask().unwrap(), m.verbose), (1, Some(0o027), true));
+        assert_eq!(
+            (m.role.as_deref(), m.region.as_str(), m.url.as_deref()),
+            (Some("r"), "eu-west-1", Some("http://x"))
+        );
+        assert_eq!(main("umask=22").unwrap().umask().unwrap(), Some(0o022));
+        assert_eq!(main("umask=0").unwrap().umask().unwrap(), Some(0));
+        assert_eq!(
+            main("umask=0999").unwrap().umask().unwrap_err().to_string(),
+            "Invalid octal value specified for umask in config file: invalid literal for int() with base 8: '00999'"
+        );
+        assert!(main("umask=1777").unwrap().umask().is_err());
+        assert_eq!(
+            main("interval=0").unwrap().interval_minutes().unwrap_err().to_string(),
+            "Invalid interval (must be 1 minute or greater): 0"
+        );
+        assert!(main("interval=1.5").unwrap().interval_minutes().is_err());
+        assert_eq!(main("verbose=maybe").unwrap_err().to_string(), "Not a boolean: maybe");
+        assert_eq!(main("region=").unwrap().region, "us-east-1");
+    }
+
+    #[test]
+    fn directory_and_main_file_errors() {
+        assert_eq!(
+            load(Path::new("/nonexistent")).unwrap_err().to_string(),
+            "Could not find configuration at /nonexistent"
+        );
+        let d = dir_with(&[]);
+        assert_eq!(
+            load(d.path()).unwrap_err().to_string(),
+            format!("Could not find main configuration at {}/cfn-hup.conf", d.path().display())
+        );
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nregion=x\n")]);
+        assert_eq!(load(d.path()).unwrap_err().to_string(), "[main] section must contain stack option");
+        let d = dir_with(&[("cfn-hup.conf", "[other]\nstack=x\n")]);
+        assert_eq!(load(d.path()).unwrap_err().to_string(), "[main] section must contain stack option");
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=x\n")]);
+        let shown = d.path().display();
+        assert_eq!(
+            load(d.path()).unwrap_err().to_string(),
+            format!("No hook configurations found at {shown}/hooks.conf or {shown}/hooks.d.")
+        );
+    }
+
+    #[test]
+    fn hooks_d_overrides_hooks_conf_and_every_file_counts() {
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            ("hooks.conf", "[h]\ntriggers=post.update\npath=Resources.A.Metadata\naction=old\n"),
+            ("hooks.d/b.conf", "[h]\naction=new\nrunas= nobody \n"),
+            ("hooks.d/a~", "[g]\ntriggers= post.add , post.remove\npath=Resources.B.PhysicalResourceId\naction=g\n"),
+        ]);
+        std::fs::create_dir(d.path().join("hooks.d/subdir")).unwrap();
+        let c = load(d.path()).unwrap();
+        let names: Vec<&str> = c.hooks.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["h", "g"]);
+        assert_eq!((c.hooks[0].action.as_str(), c.hooks[0].runas.as_deref()), ("new", Some("nobody")));
+        assert_eq!(c.hooks[1].triggers, ["post.add", "post.remove"]);
+        assert!(c.hooks[1].has_trigger("post.remove") && !c.hooks[1].has_trigger("post.update"));
+        // hooks.d alone is enough.
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n"), ("hooks.d/x", HOOK)]);
+        assert_eq!(load(d.path()).unwrap().hooks.len(), 1);
+    }
+
+    #[test]
+    fn invalid_hooks_are_skipped_and_bad_paths_are_fatal() {
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            (
+                "hooks.conf",
+                "[a]\npath=Resources.A\naction=x\n[b]\ntriggers=post.add\naction=x\n[c]\ntriggers=x\npath=Resources.A\n",
+            ),
+        ]);
+        assert_eq!(load(d.path()).unwrap_err().to_string(), "No valid hooks found");
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            ("hooks.conf", "[a]\ntriggers=post.add\npath=Stack.A\naction=x\n"),
+        ]);
+        assert_eq!(
+            load(d.path()).unwrap_err().to_string(),
+            "Unsupported path: only changes to Resources are supported (path: Stack.A)"
+        );
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n"), ("hooks.conf", "triggers=x\n")]);
+        assert!(load(d.path()).unwrap_err().to_string().starts_with("File contains no section headers."));
+    }
+}

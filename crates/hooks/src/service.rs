@@ -1,0 +1,67 @@
+//! Reaching CloudFormation for cfn-hup (HUP-CONF-01, CRED-06): `role` (refreshing
+//! instance-profile credentials) takes precedence over `credential-file`; with neither,
+//! requests are signed with the instance identity.
+
+use crate::config::MainConfig;
+use cfn_metadata::credentials::{self, CredentialError, RefreshingRole};
+use cfn_metadata::http::HttpClient;
+use cfn_metadata::retry::Policy;
+use cfn_metadata::{CloudFormation, Imds, ProxyOptions, Signer};
+use std::sync::Arc;
+
+enum Auth {
+    Fixed(Signer),
+    Role(RefreshingRole),
+}
+
+pub struct Service {
+    endpoint: String,
+    region: String,
+    http: Arc<HttpClient>,
+    imds: Arc<Imds>,
+    auth: Auth,
+    retry: Policy,
+}
+
+impl Service {
+    /// Resolves credentials now, so that a configuration that cannot work is reported
+    /// before cfn-hup detaches. Proxies come from the environment, as in the reference.
+    pub fn new(main: &MainConfig, imds: Arc<Imds>) -> Result<Service, CredentialError> {
+        let auth = if let Some(role) = &main.role {
+            let role = RefreshingRole::new(role);
+            role.credentials(&imds)?;
+            Auth::Role(role)
+        } else {
+            let options =
+                credentials::CredentialOptions { credential_file: main.credential_file.clone(), ..Default::default() };
+            Auth::Fixed(credentials::resolve(&options, &imds)?)
+        };
+        let endpoint = cfn_metadata::endpoint::cloudformation_url(&main.region, main.url.as_deref());
+        tracing::debug!("CloudFormation client initialized with endpoint {endpoint}");
+        Ok(Service {
+            endpoint,
+            region: main.region.clone(),
+            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_metadata::api_user_agent())),
+            imds,
+            auth,
+            retry: Policy::API,
+        })
+    }
+
+    /// The retry policy of each call (the daemon retries less within a pass: the next
+    /// pass is a retry too).
+    pub fn with_retry(mut self, retry: Policy) -> Service {
+        self.retry = retry;
+        self
+    }
+
+    /// A client with current credentials (role credentials refreshed when due).
+    pub fn client(&self) -> Result<CloudFormation, CredentialError> {
+        let signer = match &self.auth {
+            Auth::Fixed(signer) => signer.clone(),
+            Auth::Role(role) => Signer::SigV4(role.credentials(&self.imds)?),
+        };
+        Ok(CloudFormation::new(self.endpoint.clone(), &self.region, signer, self.http.clone(), self.imds.clone())
+            .with_retry(self.retry))
+    }
+}
