@@ -1,9 +1,29 @@
-//! `cfn-hup` (SPEC §14): its command line is in place; the daemon lands with the
-//! hooks crate.
+//! `cfn-hup` (SPEC §14): watches stack resources and runs hook actions when they change.
+//!
+//! Three ways to run:
+//! * `--no-daemon`: one pass over the hooks, then exit (HUP-RUN-01);
+//! * default: a classic daemon (double fork, pid file), for SysV init scripts (HUP-RUN-02);
+//! * `-F`/`--foreground`: the same service without detaching, for systemd `Type=simple`
+//!   (HUP-RUN-05).
+//!
+//! `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS` replaces the interval (minutes in the
+//! configuration) by a number of seconds. It is a test aid only; production never sets it.
 
 use crate::optparse::{Opt, Parser};
-use crate::report;
+use crate::{logging, report};
+use cfn_hooks::daemon::{self, Forked, PidFile, Schedule, Signals, Wake};
+use cfn_hooks::service::Service;
+use cfn_hooks::{Health, HupConfig, MetadataDb, PassOptions, PassReport, config, run_pass};
+use cfn_metadata::credentials::CredentialError;
+use cfn_metadata::retry::Policy;
+use cfn_metadata::{Imds, paths};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const INTERVAL_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
+const ALIVE_EVERY: Duration = Duration::from_secs(300);
 
 pub fn parser(prog: &str) -> Parser {
     Parser {
@@ -18,15 +38,287 @@ pub fn parser(prog: &str) -> Parser {
                 "The configuration directory (default: /etc/cfn)",
             ),
             Opt::flag(None, "no-daemon", "no_daemon", "Do not daemonize"),
+            Opt::flag(
+                Some('F'),
+                "foreground",
+                "foreground",
+                "Run as a service without detaching (for systemd Type=simple)",
+            ),
             Opt::flag(Some('v'), "verbose", "verbose", "Enables verbose logging"),
         ],
         groups: vec![],
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Once,
+    Foreground,
+    Daemon,
+}
+
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
-    match report::parse(&parser(prog), args) {
-        Ok(_) => report::not_implemented(prog),
-        Err(code) => code,
+    let parser = parser(prog);
+    let parsed = match report::parse(&parser, args) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    let mode = match (parsed.flag("no_daemon"), parsed.flag("foreground")) {
+        (true, true) => return report::usage_failure(&parser, "--no-daemon and --foreground cannot be used together"),
+        (true, false) => Mode::Once,
+        (false, true) => Mode::Foreground,
+        (false, false) => Mode::Daemon,
+    };
+    let dir = parsed.text("config_path").map(PathBuf::from).unwrap_or_else(paths::etc_dir);
+    let verbose = parsed.flag("verbose");
+    // As in the reference: DEBUG while the configuration is read, then INFO or DEBUG.
+    logging::init("cfn-hup.log", tracing::Level::DEBUG);
+    let config = match config::load(&dir) {
+        Ok(config) => config,
+        Err(e) => return report::failure(format!("Error: {e}")),
+    };
+    logging::set_level(report::level(verbose || config.main.verbose));
+    let imds = Arc::new(Imds::from_env());
+    match mode {
+        Mode::Once => once(&config, imds),
+        _ => serve(config, imds, mode, verbose),
+    }
+}
+
+fn credential_failure(e: &CredentialError) -> ExitCode {
+    match e {
+        CredentialError::File(reason) => {
+            report::failure(format!("Error: Could not retrieve credentials from file:\n\t{reason}"))
+        }
+        other => report::failure(format!("Error: {other}")),
+    }
+}
+
+/// `--no-daemon`: one pass with the reference's retries and error lines, exit 0.
+fn once(config: &HupConfig, imds: Arc<Imds>) -> ExitCode {
+    let service = match Service::new(&config.main, imds) {
+        Ok(service) => service,
+        Err(e) => return credential_failure(&e),
+    };
+    let client = match service.client() {
+        Ok(client) => client,
+        Err(e) => return credential_failure(&e),
+    };
+    let mut db = MetadataDb::load(&MetadataDb::default_path());
+    run_pass(
+        &config.main.stack,
+        &config.hooks,
+        &client,
+        &mut db,
+        &PassOptions { quiet_outages: false, stop: &|| false },
+    );
+    ExitCode::SUCCESS
+}
+
+/// Sleeps like `std::thread::sleep`, but returns early once SIGTERM has arrived.
+fn interruptible_sleep(duration: Duration) {
+    let deadline = Instant::now() + duration;
+    while !daemon::terminate_pending() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+/// Within a daemon pass: fewer tries (the next pass is a retry too) and throttling
+/// retried for at most a minute; sleeps end early on SIGTERM.
+const DAEMON_RETRY: Policy =
+    Policy { max_tries: 3, throttled_budget: Duration::from_secs(60), sleep: interruptible_sleep };
+
+fn interval(config: &HupConfig) -> Result<Duration, config::ConfigError> {
+    let minutes = config.main.interval_minutes()?;
+    if let Some(seconds) = std::env::var(INTERVAL_OVERRIDE).ok().and_then(|v| v.trim().parse::<f64>().ok())
+        && seconds.is_finite()
+        && seconds > 0.0
+    {
+        return Ok(Duration::from_secs_f64(seconds));
+    }
+    Ok(Duration::from_secs(minutes * 60))
+}
+
+fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool) -> ExitCode {
+    let every = match interval(&config) {
+        Ok(every) => every,
+        Err(e) => return report::failure(format!("Error: {e}")),
+    };
+    let umask = match config.main.umask() {
+        Ok(Some(umask)) => {
+            tracing::info!("Setting umask value to: {umask:03o}");
+            umask
+        }
+        Ok(None) => {
+            tracing::info!("No umask value specified in config file. Using the default one: 022");
+            config::DEFAULT_UMASK
+        }
+        Err(e) => return report::failure(format!("Error: {e}")),
+    };
+    let service = match Service::new(&config.main, imds.clone()) {
+        Ok(service) => service.with_retry(DAEMON_RETRY),
+        Err(e) => return credential_failure(&e),
+    };
+    let pid_path = daemon::default_pid_path();
+    let (pid_file, signals) = match mode {
+        Mode::Daemon => match daemon::daemonize(umask) {
+            Err(e) => return report::failure(format!("Error: {e}")),
+            Ok(Forked::Parent(Ok(_))) => return ExitCode::SUCCESS,
+            Ok(Forked::Parent(Err(e))) => {
+                eprintln!("Error: {e}");
+                return ExitCode::FAILURE;
+            }
+            Ok(Forked::Daemon(startup)) => match PidFile::acquire(&pid_path).and_then(|p| Ok((p, Signals::install()?)))
+            {
+                Ok(held) => {
+                    startup.ready();
+                    held
+                }
+                Err(e) => {
+                    tracing::error!("Error: {e}");
+                    startup.failed(&e.to_string());
+                    return ExitCode::FAILURE;
+                }
+            },
+        },
+        _ => {
+            daemon::set_umask(umask);
+            match PidFile::acquire(&pid_path).and_then(|p| Ok((p, Signals::install()?))) {
+                Ok(held) => held,
+                Err(e) => return report::failure(format!("Error: {e}")),
+            }
+        }
+    };
+    let mut running = Running { config, service, imds, every, verbose, signals };
+    running.run();
+    tracing::info!("Shutting down cfn-hup");
+    drop(pid_file);
+    ExitCode::SUCCESS
+}
+
+struct Running {
+    config: HupConfig,
+    service: Service,
+    imds: Arc<Imds>,
+    every: Duration,
+    verbose: bool,
+    signals: Signals,
+}
+
+fn same_kind(a: &Health, b: &Health) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+impl Running {
+    fn run(&mut self) {
+        // Failed attempts inside a pass go to DEBUG: outages are reported once per change.
+        logging::demote("cfn_metadata");
+        tracing::info!(
+            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {:?}",
+            std::process::id(),
+            self.config.hooks.len(),
+            self.config.main.stack,
+            self.every
+        );
+        let mut db = MetadataDb::load(&MetadataDb::default_path());
+        let mut health = Health::Ok;
+        let mut throttled_passes = 0u32;
+        let mut last_alive: Option<Instant> = None;
+        'passes: loop {
+            let started = Instant::now();
+            let mut schedule = Schedule::new(self.every, started);
+            loop {
+                if last_alive.is_none_or(|t| t.elapsed() >= ALIVE_EVERY) {
+                    tracing::info!("cfn-hup processing is alive.");
+                    last_alive = Some(Instant::now());
+                }
+                let report = self.pass(&mut db);
+                let now_health = report.health();
+                if !same_kind(&now_health, &health) {
+                    match &now_health {
+                        Health::Ok => tracing::info!("CloudFormation answers again; polling as usual"),
+                        Health::Unavailable(why) => tracing::error!(
+                            "CloudFormation is not available: {why}; cfn-hup keeps polling and logs again when this changes"
+                        ),
+                        Health::Throttled(why) => tracing::warn!(
+                            "CloudFormation is throttling requests: {why}; polling less often until it stops"
+                        ),
+                    }
+                }
+                throttled_passes =
+                    if matches!(now_health, Health::Throttled(_)) { throttled_passes.saturating_add(1) } else { 0 };
+                health = now_health;
+                if self.signals.terminate_requested() {
+                    return;
+                }
+                let deadline = Instant::now() + schedule.next_wait(Instant::now(), throttled_passes);
+                loop {
+                    match self.signals.wait(deadline.saturating_duration_since(Instant::now())) {
+                        Wake::Terminate => return,
+                        Wake::Timeout => break,
+                        Wake::Reload => {
+                            if self.reload() {
+                                // A reloaded configuration gets a pass at once, and a new cadence.
+                                continue 'passes;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn pass(&self, db: &mut MetadataDb) -> PassReport {
+        match self.service.client() {
+            Ok(client) => {
+                let stop = || self.signals.terminate_requested();
+                run_pass(
+                    &self.config.main.stack,
+                    &self.config.hooks,
+                    &client,
+                    db,
+                    &PassOptions { quiet_outages: true, stop: &stop },
+                )
+            }
+            Err(e) => PassReport { trouble: Some(Health::Unavailable(e.to_string())), ..Default::default() },
+        }
+    }
+
+    /// SIGHUP (HUP-RUN-06): read the configuration directory again; a configuration that
+    /// does not load leaves the running one in place.
+    fn reload(&mut self) -> bool {
+        let dir: &Path = &self.config.dir;
+        tracing::info!("Received SIGHUP: reloading the configuration from {}", dir.display());
+        let outcome = config::load(dir).map_err(|e| e.to_string()).and_then(|new| {
+            let every = interval(&new).map_err(|e| e.to_string())?;
+            let umask = new.main.umask().map_err(|e| e.to_string())?;
+            let service = if new.main == self.config.main {
+                None
+            } else {
+                Some(Service::new(&new.main, self.imds.clone()).map_err(|e| e.to_string())?.with_retry(DAEMON_RETRY))
+            };
+            Ok((new, every, umask, service))
+        });
+        match outcome {
+            Ok((new, every, umask, service)) => {
+                if let Some(service) = service {
+                    self.service = service;
+                }
+                daemon::set_umask(umask.unwrap_or(config::DEFAULT_UMASK));
+                logging::set_level(report::level(self.verbose || new.main.verbose));
+                tracing::info!("Configuration reloaded: {} hook(s) on stack {}", new.hooks.len(), new.main.stack);
+                self.config = new;
+                self.every = every;
+                true
+            }
+            Err(e) => {
+                tracing::error!("Could not reload the configuration: Error: {e}; keeping the previous one");
+                false
+            }
+        }
     }
 }
