@@ -1,6 +1,7 @@
 //! Project tasks: `cargo xtask test` (everything the tests need, then all tests) and
 //! `cargo xtask demo` (the main job, end to end, against the local AWS emulator).
 
+mod bench;
 mod demo;
 mod emulator;
 mod testroot;
@@ -15,8 +16,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run(),
+        Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test [cargo test args…] | demo>");
+            eprintln!("usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick]>");
             return ExitCode::from(2);
         }
     };
