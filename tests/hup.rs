@@ -1,0 +1,735 @@
+//! cfn-hup end to end against the emulator (SPEC §14, §11.2): configuration and its
+//! errors, hook paths and triggers, actions and their environment, `runas`, the state
+//! file (including one written by the reference), and the service modes — daemon with
+//! pid file, SIGHUP reload and SIGTERM, foreground, the polling cadence and how outages
+//! are logged. Daemons use `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS` (a test aid) for a short
+//! interval and are killed by a guard even when a test fails.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const INTERVAL_VAR: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
+
+/// A cfn-hup set-up: sandbox, configuration directory, a stack, and a file actions append to.
+struct Hup {
+    sandbox: Sandbox,
+    emulator: Emulator,
+    stack: String,
+    dir: PathBuf,
+    creds: PathBuf,
+}
+
+impl Hup {
+    fn new(metadata: &Value) -> Hup {
+        Hup::with_template(&instance_template(metadata))
+    }
+
+    fn with_template(template: &Value) -> Hup {
+        Hup::on(Emulator::shared(), template)
+    }
+
+    fn on(emulator: Emulator, template: &Value) -> Hup {
+        let sandbox = Sandbox::new();
+        let stack = emulator.create_stack(&unique("hup"), template);
+        let dir = sandbox.path("conf");
+        std::fs::create_dir_all(dir.join("hooks.d")).unwrap();
+        let creds =
+            sandbox.credential_file(0o600, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
+        let hup = Hup { sandbox, emulator, stack, dir, creds };
+        hup.main_conf("");
+        hup
+    }
+
+    fn main_conf(&self, extra: &str) {
+        let text = format!(
+            "[main]\nstack={}\ncredential-file={}\nurl={}\n{extra}",
+            self.stack,
+            self.creds.display(),
+            self.emulator.url
+        );
+        std::fs::write(self.dir.join("cfn-hup.conf"), text).unwrap();
+    }
+
+    fn hooks(&self, text: &str) {
+        std::fs::write(self.dir.join("hooks.conf"), text).unwrap();
+    }
+
+    /// An action that appends `<tag>` and the CFN_* environment to the marks file.
+    fn recorder(&self, tag: &str) -> String {
+        let marks = self.marks_path();
+        format!("echo \"{tag} $(env | grep -e ^CFN_OLD_ -e ^CFN_NEW_ | sort | tr '\\n' ' ')\" >> {}", marks.display())
+    }
+
+    fn marks_path(&self) -> PathBuf {
+        self.sandbox.path("marks")
+    }
+
+    fn marks(&self) -> Vec<String> {
+        std::fs::read_to_string(self.marks_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    }
+
+    fn cmd(&self) -> TestCommand {
+        self.sandbox.cmd("cfn-hup").arg("-c").arg(&self.dir)
+    }
+
+    fn once(&self) -> Run {
+        let run = self.cmd().arg("--no-daemon").run();
+        run.code(0);
+        run
+    }
+
+    fn update(&self, metadata: &Value) {
+        let template = instance_template(metadata).to_string();
+        self.emulator
+            .call("UpdateStack", &[("StackName", &self.stack), ("TemplateBody", &template)])
+            .unwrap_or_else(|e| panic!("UpdateStack: {e}"));
+        wait_until(Duration::from_secs(20), "the update to complete", || {
+            let status = self.emulator.call("DescribeStacks", &[("StackName", &self.stack)]).ok().and_then(|v| {
+                v.pointer("/DescribeStacksResponse/DescribeStacksResult/Stacks/0/StackStatus")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+            status.is_some_and(|s| !s.ends_with("_IN_PROGRESS"))
+        });
+    }
+
+    fn log(&self) -> String {
+        self.sandbox.log("cfn-hup.log")
+    }
+
+    fn db_path(&self) -> PathBuf {
+        self.sandbox.path("lib/cfn-hup/data/metadata_db.json")
+    }
+
+    fn pid_path(&self) -> PathBuf {
+        self.sandbox.path("run/cfn-hup.pid")
+    }
+
+    fn describe_calls(&self) -> Vec<Value> {
+        self.emulator
+            .requests_for(&self.stack)
+            .into_iter()
+            .filter(|r| {
+                r["query"]["Action"] == "DescribeStackResource" || r["form"]["Action"] == "DescribeStackResource"
+            })
+            .collect()
+    }
+}
+
+fn wait_until(timeout: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if condition() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+fn log_lines_without_time(log: &str) -> Vec<String> {
+    let stamped = |l: &str| l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[23] == b' ';
+    log.lines().map(|l| if stamped(l) { l[24..].to_string() } else { l.to_string() }).collect()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // A zombie (exited, not yet reaped) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()) != Some("Z"))
+}
+
+/// Kills every cfn-hup a test started, on success and on failure alike: the pid named
+/// in the pid file when it is dropped, and the pids registered with it.
+struct Reaper {
+    pid_file: PathBuf,
+    pids: std::cell::RefCell<Vec<i32>>,
+    children: std::cell::RefCell<Vec<Child>>,
+}
+
+impl Reaper {
+    fn new(pid_file: &Path) -> Reaper {
+        Reaper { pid_file: pid_file.to_path_buf(), pids: Default::default(), children: Default::default() }
+    }
+    fn watch(&self, pid: i32) {
+        self.pids.borrow_mut().push(pid);
+    }
+    fn adopt(&self, child: Child) -> i32 {
+        let pid = child.id() as i32;
+        self.children.borrow_mut().push(child);
+        pid
+    }
+    fn wait_child(&self, pid: i32, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            for child in self.children.borrow_mut().iter_mut() {
+                if child.id() as i32 == pid
+                    && let Ok(Some(status)) = child.try_wait()
+                {
+                    return Some(status);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let mut pids = self.pids.borrow().clone();
+        if let Ok(text) = std::fs::read_to_string(&self.pid_file)
+            && let Ok(pid) = text.trim().parse::<i32>()
+        {
+            pids.push(pid);
+        }
+        for pid in pids {
+            if pid > 1 && pid != std::process::id() as i32 {
+                // SAFETY: killing a process this test started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        for child in self.children.borrow_mut().iter_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: signalling a process this test started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig})");
+}
+
+/// Starts cfn-hup in the foreground (`-F`) with a short interval, owned by the reaper.
+fn start_foreground(hup: &Hup, reaper: &Reaper, interval: &str, extra: &[&str]) -> i32 {
+    let mut cmd = hup.cmd().arg("-F").args(extra).env(INTERVAL_VAR, interval);
+    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    reaper.adopt(cmd.cmd.spawn().expect("start cfn-hup -F"))
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// The seed workflow: a post.update hook on the Init metadata runs cfn-init with the
+/// `update` configSet, exactly once per change; a restarted daemon does not re-run it
+/// (HUP-DET-01, HUP-DET-03, HUP-ACT-01, HUP-RUN-01).
+#[test]
+fn seed_workflow_runs_cfn_init_once_per_change_and_survives_a_restart() {
+    let metadata = |content: &str, target: &Path| {
+        json!({"AWS::CloudFormation::Init": {
+            "configSets": {"update": ["write"]},
+            "write": {"files": {target.to_str().unwrap(): {"content": content}}}
+        }})
+    };
+    let hup = Hup::new(&json!({}));
+    let target = hup.sandbox.path("app.conf");
+    hup.update(&metadata("version 1", &target));
+    let cfn_init = format!(
+        "{} -s {} -r Instance --url {} --access-key {ACCESS_KEY} --secret-key {SECRET_KEY} --configsets update",
+        hup.sandbox.path("bin/cfn-init").display(),
+        hup.stack,
+        hup.emulator.url
+    );
+    hup.hooks(&format!(
+        "[cfn-auto-reloader-hook]\ntriggers=post.update\npath=Resources.Instance.Metadata.AWS::CloudFormation::Init\naction={} && {}\nrunas=root\n",
+        hup.recorder("reload"),
+        cfn_init
+    ));
+
+    hup.once();
+    assert!(hup.marks().is_empty(), "the first pass only records the baseline: {:?}", hup.marks());
+    assert!(!target.exists());
+    hup.once();
+    assert!(hup.marks().is_empty(), "no change, no action");
+
+    hup.update(&metadata("version 2", &target));
+    let run = hup.once();
+    let marks = hup.marks();
+    assert_eq!(marks.len(), 1, "{marks:?}\n{run}");
+    assert!(marks[0].contains(r#"CFN_NEW_METADATA={"configSets": {"update": ["write"]}"#), "{marks:?}");
+    assert!(
+        marks[0].contains(r#""content": "version 1"}}}} "#.trim_end()) && marks[0].contains("CFN_OLD_METADATA="),
+        "{marks:?}"
+    );
+    assert_eq!(read(&target), "version 2");
+    let log = log_lines_without_time(&hup.log());
+    for line in [
+        "[INFO] Data has changed from previous state; action for cfn-auto-reloader-hook will be run",
+        "[INFO] Running action for cfn-auto-reloader-hook",
+    ] {
+        assert!(log.iter().any(|l| l == line), "missing {line:?} in\n{}", hup.log());
+    }
+    hup.once();
+    assert_eq!(hup.marks().len(), 1, "a pass with no change runs nothing");
+
+    // A daemon started afterwards reads the state and does not run the action again.
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "0.3", &[]);
+    wait_until(Duration::from_secs(20), "three daemon passes", || {
+        hup.log().matches("[INFO] cfn-hup started").count() == 1 && hup.describe_calls().len() >= 8
+    });
+    signal(pid, libc::SIGTERM);
+    assert!(reaper.wait_child(pid, Duration::from_secs(10)).is_some_and(|s| s.success()));
+    assert_eq!(hup.marks().len(), 1, "{:?}", hup.marks());
+}
+
+/// A failing action leaves the state alone and runs again next pass, then is recorded
+/// once it succeeds (HUP-DET-03).
+#[test]
+fn a_failing_action_is_retried_next_pass_and_then_recorded() {
+    let hup = Hup::new(&json!({"app": {"port": 80}}));
+    let gate = hup.sandbox.path("gate");
+    hup.hooks(&format!(
+        "[flaky]\ntriggers=post.add\npath=Resources.Instance.Metadata.app.port\naction=test -e {} || {{ echo not yet; exit 3; }}; {}\n",
+        gate.display(),
+        hup.recorder("flaky")
+    ));
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    let log = log_lines_without_time(&hup.log());
+    assert!(
+        log.contains(&"[WARNING] Action for flaky exited with 3; will retry on next iteration".to_string()),
+        "{}",
+        hup.log()
+    );
+    assert!(log.contains(&"[DEBUG] Action for flaky output: not yet".to_string()), "{}", hup.log());
+    let db = std::fs::read_to_string(hup.db_path()).unwrap_or_default();
+    assert!(!db.contains("flaky|"), "no state after a failure: {db}");
+
+    hup.once();
+    assert!(hup.marks().is_empty());
+    assert_eq!(hup.log().matches("exited with 3").count(), 2, "retried on the next pass");
+
+    std::fs::write(&gate, "").unwrap();
+    hup.once();
+    assert_eq!(hup.marks(), ["flaky CFN_NEW_METADATA=80"]);
+    hup.once();
+    assert_eq!(hup.marks().len(), 1, "recorded after success");
+    let db: Value = serde_json::from_str(&read(&hup.db_path())).unwrap();
+    assert_eq!(db["flaky|Resources.Instance.Metadata.app.port"], json!(80));
+}
+
+/// post.add and post.remove on nested paths; every path kind and its variable
+/// (HUP-DET-01, HUP-ACT-01, HUP-PATH-01); falsy values count as values (BUG-FALSY fixed).
+#[test]
+fn post_add_and_post_remove_on_nested_paths_with_their_environment() {
+    let hup = Hup::new(&json!({"config": {"old": {"leaf": "x"}, "flag": ""}}));
+    hup.hooks(&format!(
+        "[added]\ntriggers=post.add\npath=Resources.Instance.Metadata.config.new.leaf\naction={}\n\n\
+         [removed]\ntriggers=post.remove\npath=Resources.Instance.Metadata.config.old\naction={}\n\n\
+         [flag]\ntriggers=post.add,post.update\npath=Resources.Instance.Metadata.config.flag\naction={}\n\n\
+         [physical]\ntriggers=post.add\npath=resources.Instance.physicalresourceid\naction={}\n\n\
+         [updated]\ntriggers=post.update\npath=Resources.Instance\naction={}\n",
+        hup.recorder("added"),
+        hup.recorder("removed"),
+        hup.recorder("flag"),
+        hup.recorder("physical"),
+        hup.recorder("updated"),
+    ));
+    hup.once();
+    let first = hup.marks();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert_eq!(first[0], "flag CFN_NEW_METADATA=", "an empty string is a value");
+    assert!(first[1].starts_with("physical CFN_NEW_PHYSICAL_RESOURCE_ID=i-"), "{first:?}");
+
+    hup.update(&json!({"config": {"new": {"leaf": "y"}, "flag": "on"}}));
+    hup.once();
+    let marks = hup.marks();
+    assert_eq!(marks.len(), 6, "{marks:?}");
+    assert_eq!(marks[2], "added CFN_NEW_METADATA=y");
+    assert_eq!(marks[3], r#"removed CFN_OLD_METADATA={"leaf": "x"}"#);
+    assert_eq!(marks[4], "flag CFN_NEW_METADATA=on CFN_OLD_METADATA=");
+    // The update changed the resource, so its LastUpdatedTimestamp moved: ISO 8601, no zone.
+    let updated: Vec<&str> = marks[5].split(' ').collect();
+    assert_eq!(updated.len(), 3, "{marks:?}");
+    for (part, name) in updated[1..].iter().zip(["CFN_NEW_LAST_UPDATED=", "CFN_OLD_LAST_UPDATED="]) {
+        let value = part.strip_prefix(name).unwrap_or_else(|| panic!("{name} in {marks:?}"));
+        assert!(chrono::NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f").is_ok(), "{value}");
+    }
+    let log = log_lines_without_time(&hup.log());
+    assert!(log.contains(&"[INFO] Previous state not found; action for added will be run".to_string()));
+    assert!(log.contains(
+        &"[INFO] Path Resources.Instance.Metadata.config.old was removed; action for removed will be run".to_string()
+    ));
+    hup.once();
+    assert_eq!(hup.marks().len(), 6);
+}
+
+/// A state file written by the reference 1.4-31 (tests/golden/cfn-hup/reference-pass) is
+/// read — unchanged values do not fire, the datetime marker is understood — and
+/// rewritten in the same format, atomically, 0600 (STATE-04).
+#[test]
+fn a_state_file_written_by_the_reference_is_read_and_kept_in_its_format() {
+    use std::os::unix::fs::PermissionsExt;
+    let golden = workspace().join("tests/golden/cfn-hup/reference-pass");
+    // The metadata the reference saw on its first pass.
+    let hup = Hup::new(&json!({
+        "AWS::CloudFormation::Init": {"config": {"files": {"/tmp/a": {"content": "one"}}}},
+        "c": {"leaf": "x"}, "f": "", "n": 0
+    }));
+    std::fs::create_dir_all(hup.db_path().parent().unwrap()).unwrap();
+    std::fs::copy(golden.join("pass1.metadata_db.json"), hup.db_path()).unwrap();
+    hup.hooks(&format!(
+        "[init-update]\ntriggers=post.update\npath=Resources.Instance.Metadata.AWS::CloudFormation::Init\naction={}\n\
+         [nested-remove]\ntriggers=post.remove\npath=Resources.Instance.Metadata.c\naction={}\n\
+         [falsy]\ntriggers=post.add,post.update\npath=Resources.Instance.Metadata.f\naction={}\n\
+         [zero]\ntriggers=post.add,post.update,post.remove\npath=Resources.Instance.Metadata.n\naction={}\n\
+         [phys]\ntriggers=post.add,post.update\npath=Resources.Instance.PhysicalResourceId\naction={}\n\
+         [last]\ntriggers=post.add,post.update\npath=Resources.Instance\naction={}\n",
+        hup.recorder("init-update"),
+        hup.recorder("nested-remove"),
+        hup.recorder("falsy"),
+        hup.recorder("zero"),
+        hup.recorder("phys"),
+        hup.recorder("last"),
+    ));
+    hup.once();
+    let marks = hup.marks();
+    // Same metadata: nothing fires. The emulator's instance has another id and time.
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    assert!(marks[0].starts_with("phys CFN_NEW_PHYSICAL_RESOURCE_ID=i-"), "{marks:?}");
+    assert!(marks[0].ends_with("CFN_OLD_PHYSICAL_RESOURCE_ID=i-68048c238c78348e7"), "{marks:?}");
+    assert!(marks[1].starts_with("last CFN_NEW_LAST_UPDATED=20"), "{marks:?}");
+    assert!(marks[1].ends_with("CFN_OLD_LAST_UPDATED=2026-11-29T20:47:08.128751"), "{marks:?}");
+
+    let text = read(&hup.db_path());
+    let db: Value = serde_json::from_str(&text).unwrap();
+    let marker = db["last|Resources.Instance"]["_datetime: special_serialization: not_regular_json_"].as_str().unwrap();
+    assert!(marker.starts_with("\"20") && marker.ends_with('"') && marker.len() >= 21, "{marker}");
+    assert_eq!(db["nested-add|Resources.Instance.Metadata.a.b"], Value::Null, "entries of other hooks are kept");
+    assert!(
+        text.starts_with(
+            r#"{"last|Resources.Instance": {"_datetime: special_serialization: not_regular_json_": "\"20"#
+        ),
+        "{text}"
+    );
+    assert_eq!(std::fs::metadata(hup.db_path()).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+/// One DescribeStackResource per resource per pass; a resource in progress is left for
+/// a later pass (HUP-DET-02).
+#[test]
+fn one_call_per_resource_per_pass_and_resources_in_progress_wait() {
+    let template = json!({"Resources": {
+        "Instance": {"Type": "AWS::EC2::Instance", "Metadata": {"a": 1, "b": 2},
+                     "Properties": {"ImageId": "ami-12345678", "InstanceType": "t3.micro"}},
+        "Waiting": {"Type": "AWS::EC2::Instance", "Metadata": {"w": "v"},
+                    "CreationPolicy": {"ResourceSignal": {"Count": 1, "Timeout": "PT30M"}},
+                    "Properties": {"ImageId": "ami-12345678", "InstanceType": "t3.micro"}}
+    }});
+    let hup = Hup::with_template(&template);
+    hup.hooks(&format!(
+        "[a]\ntriggers=post.add\npath=Resources.Instance.Metadata.a\naction={}\n\
+         [b]\ntriggers=post.add\npath=Resources.Instance.Metadata.b\naction={}\n\
+         [whole]\ntriggers=post.add\npath=Resources.Instance.Metadata\naction={}\n\
+         [w]\ntriggers=post.add\npath=Resources.Waiting.Metadata.w\naction={}\n",
+        hup.recorder("a"),
+        hup.recorder("b"),
+        hup.recorder("whole"),
+        hup.recorder("w"),
+    ));
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    let calls = hup.describe_calls();
+    let ids: Vec<&str> = calls.iter().filter_map(|c| c["query"]["LogicalResourceId"].as_str()).collect();
+    assert_eq!(ids, ["Instance", "Waiting"], "one call per resource");
+    assert_eq!(
+        hup.marks().iter().map(|m| m.split(' ').next().unwrap().to_string()).collect::<Vec<_>>(),
+        ["a", "b", "whole"]
+    );
+    assert!(
+        hup.log().contains("Resource Waiting is CREATE_IN_PROGRESS; hook w will be checked on the next pass"),
+        "{}",
+        hup.log()
+    );
+
+    hup.emulator
+        .call(
+            "SignalResource",
+            &[("StackName", &hup.stack), ("LogicalResourceId", "Waiting"), ("UniqueId", "i-1"), ("Status", "SUCCESS")],
+        )
+        .unwrap();
+    wait_until(Duration::from_secs(10), "the resource to complete", || {
+        hup.emulator
+            .call("DescribeStackResource", &[("StackName", &hup.stack), ("LogicalResourceId", "Waiting")])
+            .is_ok_and(|v| v.to_string().contains("CREATE_COMPLETE"))
+    });
+    let before = hup.describe_calls().len();
+    hup.once();
+    assert_eq!(hup.marks().last().map(String::as_str), Some("w CFN_NEW_METADATA=v"));
+    assert_eq!(hup.describe_calls().len() - before, 2);
+}
+
+/// `runas` switches to the user directly: uid, gid, HOME — and a nologin shell does not
+/// matter (HUP-ACT-02).
+#[test]
+fn runas_runs_the_action_as_that_user() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let expected = |flag: &str| {
+        let out = std::process::Command::new("id").args([flag, "nobody"]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    hup.hooks("[who]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=echo \"uid=$(id -u) gid=$(id -g) home=$HOME\" 'two  words'\nrunas=nobody\n");
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    let home = std::process::Command::new("sh").args(["-c", "getent passwd nobody | cut -d: -f6"]).output().unwrap();
+    let home = String::from_utf8(home.stdout).unwrap().trim().to_string();
+    let line =
+        format!("[DEBUG] Action for who output: uid={} gid={} home={home} two  words", expected("-u"), expected("-g"));
+    assert!(log_lines_without_time(&hup.log()).contains(&line), "missing {line:?} in\n{}", hup.log());
+
+    hup.hooks("[ghost]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=true\nrunas=no-such-user-here\n");
+    hup.once();
+    assert!(
+        hup.log().contains("[ERROR] Action for ghost cannot run: user no-such-user-here does not exist"),
+        "{}",
+        hup.log()
+    );
+}
+
+/// Hooks missing a key are skipped with the reference's ERROR line; none left is the
+/// reference's fatal error, now on stderr too (HUP-HOOK-01..02, HUP-CONF-03).
+#[test]
+fn invalid_hooks_are_skipped_and_no_valid_hooks_is_an_error() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(
+        "[nopath]\ntriggers=post.add\naction=true\n[noaction]\ntriggers=post.add\npath=Resources.Instance.Metadata\n",
+    );
+    std::fs::write(
+        hup.dir.join("hooks.d/late.conf~"),
+        format!("[good]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("good")),
+    )
+    .unwrap();
+    hup.once();
+    assert_eq!(hup.marks(), ["good CFN_NEW_METADATA=v"], "a file in hooks.d with any name is read");
+    let log = log_lines_without_time(&hup.log());
+    assert!(log.contains(&"[ERROR] No path specified for hook nopath".to_string()), "{}", hup.log());
+    assert!(log.contains(&"[ERROR] No action specified for hook noaction".to_string()), "{}", hup.log());
+
+    std::fs::remove_file(hup.dir.join("hooks.d/late.conf~")).unwrap();
+    let run = hup.cmd().arg("--no-daemon").run();
+    run.code(1).stdout_is("").stderr_is("Error: No valid hooks found\n");
+    assert!(hup.log().ends_with("[ERROR] Error: No valid hooks found\n"), "{}", hup.log());
+}
+
+/// Every configuration error: the reference's message in cfn-hup.log, and now also on
+/// stderr, exit 1 (HUP-CONF-01..03, HUP-PATH-01). Messages the reference recorded are
+/// compared with its logs (tests/golden/reference-1.4-31/cfn-hup).
+#[test]
+fn configuration_errors_are_logged_and_printed_with_exit_1() {
+    let golden_line = |case: &str| {
+        let text = read(&golden_dir().join(format!("cfn-hup/{case}.cfn-hup.log")));
+        log_lines_without_time(&text).last().unwrap().clone()
+    };
+    let sandbox = Sandbox::new();
+    let conf = |files: &[(&str, &str)]| {
+        let dir = sandbox.path(&unique("conf"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::create_dir_all(dir.join(name).parent().unwrap()).unwrap();
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        dir
+    };
+    const MAIN: &str = "[main]\nstack=s\nurl=http://127.0.0.1:9\n";
+    const HOOK: &str = "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\naction=true\n";
+    let empty = conf(&[]);
+    let cases: Vec<(PathBuf, Vec<&str>, String)> = vec![
+        (PathBuf::from("/nonexistent"), vec![], golden_line("config-nonexistent-no-daemon")),
+        (empty.clone(), vec![], format!("[ERROR] Error: Could not find main configuration at {}/cfn-hup.conf", empty.display())),
+        (conf(&[("cfn-hup.conf", "[main]\nregion=x\n"), ("hooks.conf", HOOK)]), vec![], golden_line("config-no-stack")),
+        (conf(&[("cfn-hup.conf", "[main]\nstack=s\nverbose=maybe\n"), ("hooks.conf", HOOK)]), vec![], "[ERROR] Error: Not a boolean: maybe".into()),
+        (conf(&[("cfn-hup.conf", MAIN), ("hooks.conf", "[h1]\ntriggers=post.add\npath=Outputs.X\naction=true\n")]), vec![],
+            "[ERROR] Error: Unsupported path: only changes to Resources are supported (path: Outputs.X)".into()),
+        (conf(&[("cfn-hup.conf", MAIN), ("hooks.conf", "[h1]\ntriggers=post.add\npath=Resources.X.Properties\naction=true\n")]), vec![],
+            "[ERROR] Error: Unsupported path: only Metadata or PhysicalResourceId can be specified after LogicalResourceId (path: Resources.X.Properties)".into()),
+        (conf(&[("cfn-hup.conf", MAIN), ("hooks.conf", "[h1]\ntriggers=post.add\npath=Resources\naction=true\n")]), vec![],
+            "[ERROR] Error: Unsupported path: paths must be in the form Resources.<LogicalResourceId>(.Metadata|PhysicalResourceId)(.<optional Metadata subkey>). Input: Resources".into()),
+        (conf(&[("cfn-hup.conf", "[main]\nstack=s\ncredential-file=/nonexistent/creds\n"), ("hooks.conf", HOOK)]), vec![],
+            "\tCredential file was not found at /nonexistent/creds".into()),
+        (conf(&[("cfn-hup.conf", &format!("{MAIN}interval=0\n")), ("hooks.conf", HOOK)]), vec!["-F"],
+            "[ERROR] Error: Invalid interval (must be 1 minute or greater): 0".into()),
+        (conf(&[("cfn-hup.conf", &format!("{MAIN}umask=0999\n")), ("hooks.conf", HOOK)]), vec![],
+            "[ERROR] Error: Invalid octal value specified for umask in config file: invalid literal for int() with base 8: '00999'".into()),
+    ];
+    let hooks_dir = conf(&[("cfn-hup.conf", MAIN)]);
+    let mut cases = cases;
+    cases.push((
+        hooks_dir.clone(),
+        vec![],
+        format!("[ERROR] Error: No hook configurations found at {0}/hooks.conf or {0}/hooks.d.", hooks_dir.display()),
+    ));
+    assert_eq!(
+        golden_line("config-nonexistent-no-daemon"),
+        "[ERROR] Error: Could not find configuration at /nonexistent"
+    );
+    for (dir, extra, expected) in cases {
+        let log = sandbox.path("log/cfn-hup.log");
+        let _ = std::fs::remove_file(&log);
+        let no_daemon = extra.is_empty() && !expected.contains("umask");
+        let mut cmd = sandbox.cmd("cfn-hup").arg("-c").arg(&dir).args(&extra);
+        if no_daemon {
+            cmd = cmd.arg("--no-daemon");
+        }
+        let run = cmd.env(INTERVAL_VAR, "").run();
+        run.code(1).stdout_is("");
+        let printed = expected.strip_prefix("[ERROR] ").unwrap_or(&expected);
+        assert!(run.stderr.ends_with(&format!("{printed}\n")), "stderr should end with {printed:?}\n{run}");
+        let lines = log_lines_without_time(&read(&log));
+        assert_eq!(lines.last(), Some(&expected), "{run}");
+        assert!(!sandbox.path("run/cfn-hup.pid").exists());
+    }
+}
+
+/// Daemon mode: detaches (new session, cwd /, umask, stdio closed), writes the pid file
+/// before the launcher returns 0, refuses a second instance, reloads on SIGHUP (a new hook
+/// is picked up), and stops on SIGTERM removing the pid file (HUP-RUN-02, -04, -06, STATE-06).
+#[test]
+fn daemon_pid_file_second_instance_sighup_reload_and_sigterm() {
+    let hup = Hup::new(&json!({"k": "v", "later": "x"}));
+    hup.main_conf("umask=027\n");
+    hup.hooks(&format!(
+        "[first]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("first")
+    ));
+    let reaper = Reaper::new(&hup.pid_path());
+    let started = hup.cmd().env(INTERVAL_VAR, "30").run();
+    started.code(0).stdout_is("").stderr_is("");
+    let pid: i32 = read(&hup.pid_path()).strip_suffix('\n').unwrap().parse().unwrap();
+    reaper.watch(pid);
+    assert!(pid_alive(pid));
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap(), PathBuf::from("/"));
+    let status = read(Path::new(&format!("/proc/{pid}/status")));
+    assert!(status.lines().any(|l| l == "Umask:\t0027"), "{status}");
+    let stat = read(Path::new(&format!("/proc/{pid}/stat")));
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    // SAFETY: getsid(0) only reads this process's session id.
+    let our_session = unsafe { libc::getsid(0) };
+    assert_ne!(fields[3], our_session.to_string().as_str(), "a session of its own: {stat}");
+    assert_ne!(fields[3], pid.to_string().as_str(), "not a session leader after the second fork: {stat}");
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap(), PathBuf::from("/dev/null"));
+    wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
+    assert_eq!(hup.marks(), ["first CFN_NEW_METADATA=v"]);
+
+    // A second instance is refused, in daemon and in foreground mode.
+    let message = format!("Error: cfn-hup is already running (pid {pid}, pid file {})\n", hup.pid_path().display());
+    hup.cmd().env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+    hup.cmd().arg("-F").env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+    assert_eq!(read(&hup.pid_path()), format!("{pid}\n"));
+
+    // SIGHUP: the new hook in hooks.d is picked up at once (the interval is 30 s).
+    std::fs::write(
+        hup.dir.join("hooks.d/second"),
+        format!(
+            "[second]\ntriggers=post.add\npath=Resources.Instance.Metadata.later\naction={}\n",
+            hup.recorder("second")
+        ),
+    )
+    .unwrap();
+    signal(pid, libc::SIGHUP);
+    wait_until(Duration::from_secs(20), "the reloaded hook to run", || hup.marks().len() == 2);
+    assert_eq!(hup.marks()[1], "second CFN_NEW_METADATA=x");
+    assert!(hup.log().contains("[INFO] Configuration reloaded: 2 hook(s)"), "{}", hup.log());
+
+    // A broken configuration on SIGHUP keeps the running one.
+    std::fs::write(hup.dir.join("hooks.d/broken"), "no header\n").unwrap();
+    signal(pid, libc::SIGHUP);
+    wait_until(Duration::from_secs(10), "the failed reload", || {
+        hup.log().contains("Could not reload the configuration")
+    });
+    assert!(pid_alive(pid));
+
+    signal(pid, libc::SIGTERM);
+    wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(pid));
+    assert!(!hup.pid_path().exists(), "the pid file is removed");
+    assert!(hup.log().ends_with("[INFO] Shutting down cfn-hup\n"), "{}", hup.log());
+}
+
+/// A pid file left behind by a dead process does not block the start (HUP-RUN-06).
+#[test]
+fn a_stale_pid_file_is_replaced() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(hup.pid_path(), format!("{dead}\n")).unwrap();
+    let reaper = Reaper::new(&hup.pid_path());
+    let started = Instant::now();
+    hup.cmd().env(INTERVAL_VAR, "30").run().code(0);
+    assert!(started.elapsed() < Duration::from_secs(10), "no 300 s wait for the old pid file");
+    let pid: i32 = read(&hup.pid_path()).trim().parse().unwrap();
+    reaper.watch(pid);
+    assert_ne!(pid, dead as i32);
+    wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
+    assert!(
+        hup.log().contains(&format!("[WARNING] Removing stale pid file {}", hup.pid_path().display())),
+        "{}",
+        hup.log()
+    );
+    signal(pid, libc::SIGTERM);
+    wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(pid));
+}
+
+/// Foreground mode for systemd: the first pass at once, then a fixed cadence with a
+/// little jitter (HUP-RUN-03, HUP-RUN-05); SIGTERM ends it with status 0.
+#[test]
+fn foreground_mode_polls_at_the_interval_with_jitter() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("h")
+    ));
+    let reaper = Reaper::new(&hup.pid_path());
+    let launched = Instant::now();
+    let pid = start_foreground(&hup, &reaper, "1", &[]);
+    wait_until(Duration::from_secs(20), "the first pass", || !hup.describe_calls().is_empty());
+    assert!(launched.elapsed() < Duration::from_secs(5), "the first pass runs at once");
+    assert_eq!(read(&hup.pid_path()), format!("{pid}\n"), "foreground mode holds the pid file too");
+    wait_until(Duration::from_secs(30), "six passes", || hup.describe_calls().len() >= 6);
+    signal(pid, libc::SIGTERM);
+    let status = reaper.wait_child(pid, Duration::from_secs(10)).expect("cfn-hup -F stops on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    assert!(!hup.pid_path().exists());
+
+    let times: Vec<f64> = hup.describe_calls().iter().map(|c| c["time"].as_f64().unwrap()).collect();
+    let first = times[0];
+    for (k, t) in times.iter().enumerate().skip(1).take(5) {
+        // Due k seconds after the first pass, ± a quarter second of jitter (+ latency).
+        let offset = t - first - k as f64;
+        assert!((-0.3..0.45).contains(&offset), "pass {k} at {:.3} s: {times:?}", t - first);
+    }
+    let gaps: Vec<i64> = times.windows(2).map(|w| ((w[1] - w[0]) * 1000.0) as i64).collect();
+    assert!(gaps.iter().any(|g| (g - gaps[0]).abs() > 10), "jitter moves the passes: {gaps:?}");
+    assert!(hup.log().contains("[INFO] cfn-hup processing is alive."));
+}
+
+/// An outage is logged once when it starts and once when it ends, not on every poll;
+/// the individual failed attempts are DEBUG lines.
+#[test]
+fn an_outage_is_logged_once_per_change_of_state() {
+    let hup = Hup::on(Emulator::start(&[]), &instance_template(&json!({"k": "v"})));
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("h")
+    ));
+    // Two passes' worth of server errors (three tries each), then service again.
+    hup.emulator.post_json(
+        "/_emu/faults",
+        &json!([{"action": "DescribeStackResource", "status": 500, "code": "InternalFailure", "message": "boom", "type": "Receiver", "count": 6}]),
+    );
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "0.5", &[]);
+    wait_until(Duration::from_secs(40), "recovery", || hup.log().contains("CloudFormation answers again"));
+    wait_until(Duration::from_secs(10), "two more passes", || hup.describe_calls().len() >= 9);
+    signal(pid, libc::SIGTERM);
+    reaper.wait_child(pid, Duration::from_secs(10)).expect("stops");
+    let log = hup.log();
+    assert_eq!(log.matches("[ERROR]").count(), 1, "{log}");
+    assert_eq!(log.matches("[ERROR] CloudFormation is not available: InternalFailure: boom").count(), 1, "{log}");
+    assert_eq!(log.matches("[INFO] CloudFormation answers again").count(), 1, "{log}");
+}
