@@ -733,3 +733,40 @@ fn an_outage_is_logged_once_per_change_of_state() {
     assert_eq!(log.matches("[ERROR] CloudFormation is not available: InternalFailure: boom").count(), 1, "{log}");
     assert_eq!(log.matches("[INFO] CloudFormation answers again").count(), 1, "{log}");
 }
+
+/// The SysV script in dist/init.d drives the daemon through its pid file: start, status,
+/// reload (SIGHUP), stop.
+#[test]
+fn the_sysv_init_script_starts_reloads_and_stops_the_daemon() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
+    let reaper = Reaper::new(&hup.pid_path());
+    let script = workspace().join("dist/init.d/cfn-hup");
+    let run = |verb: &str| {
+        let mut cmd = hup.sandbox.cmd("cfn-hup");
+        // The script instead of the link, with the sandbox's environment (its log, lib
+        // and run directories) so that nothing reaches the real /var.
+        let sandboxed: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+            cmd.cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+        cmd.cmd = std::process::Command::new(&script);
+        cmd.cmd.env_clear().envs(sandboxed);
+        cmd.cmd
+            .env("CFN_HUP", hup.sandbox.path("bin/cfn-hup"))
+            .env("CONFIG_DIR", &hup.dir)
+            .env("PIDFILE", hup.pid_path())
+            .env(INTERVAL_VAR, "30");
+        cmd.arg(verb).run()
+    };
+    run("status").code(3).stdout_is("cfn-hup is stopped\n");
+    run("start").code(0).stdout_is("Starting cfn-hup: OK\n");
+    let pid: i32 = read(&hup.pid_path()).trim().parse().unwrap();
+    reaper.watch(pid);
+    run("status").code(0).stdout_is(&format!("cfn-hup (pid {pid}) is running...\n"));
+    run("start").code(0).stdout_is(&format!("cfn-hup is already running (pid {pid})\n"));
+    wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
+    run("reload").code(0).stdout_is("Reloading cfn-hup: OK\n");
+    wait_until(Duration::from_secs(10), "the reload", || hup.log().contains("Configuration reloaded"));
+    run("stop").code(0).stdout_is("Stopping cfn-hup: OK\n");
+    assert!(!pid_alive(pid) && !hup.pid_path().exists());
+    run("status").code(3);
+}
