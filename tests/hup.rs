@@ -770,3 +770,56 @@ fn the_sysv_init_script_starts_reloads_and_stops_the_daemon() {
     assert!(!pid_alive(pid) && !hup.pid_path().exists());
     run("status").code(3);
 }
+
+/// `role=` signs with instance-profile credentials, fetched once and kept until two hours
+/// before they expire (CRED-06; the emulator's expire in 6 h), and takes precedence over
+/// `credential-file`; with neither, requests carry the instance identity (CFN_V1).
+#[test]
+fn role_credentials_are_kept_between_passes_and_instance_identity_is_the_default() {
+    let hup = Hup::on(Emulator::start(&[]), &instance_template(&json!({"k": "v"})));
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("h")
+    ));
+    std::fs::write(
+        hup.dir.join("cfn-hup.conf"),
+        format!(
+            "[main]\nstack={}\nurl={}\nrole=emulator-role\ncredential-file=/nonexistent/ignored\n",
+            hup.stack, hup.emulator.url
+        ),
+    )
+    .unwrap();
+    let reaper = Reaper::new(&hup.pid_path());
+    let mut cmd =
+        hup.cmd().arg("-F").env(INTERVAL_VAR, "0.3").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &hup.emulator.url);
+    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let pid = reaper.adopt(cmd.cmd.spawn().unwrap());
+    wait_until(Duration::from_secs(20), "four passes", || hup.describe_calls().len() >= 4);
+    signal(pid, libc::SIGTERM);
+    reaper.wait_child(pid, Duration::from_secs(10)).expect("stops");
+    for call in hup.describe_calls() {
+        assert_eq!(call["auth_scheme"], "AWS4-HMAC-SHA256", "{call}");
+        assert_eq!(call["security_token"], true, "{call}");
+        assert_eq!(call["status"], 200, "{call}");
+    }
+    let role_fetches = hup
+        .emulator
+        .get_json("/_emu/requests?kind=imds")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["path"] == "/latest/meta-data/iam/security-credentials/emulator-role")
+        .count();
+    assert_eq!(role_fetches, 1, "credentials valid for hours are not fetched again every pass");
+
+    // No credentials at all: the instance identity signs.
+    std::fs::write(hup.dir.join("cfn-hup.conf"), format!("[main]\nstack={}\nurl={}\n", hup.stack, hup.emulator.url))
+        .unwrap();
+    hup.cmd().arg("--no-daemon").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &hup.emulator.url).run().code(0);
+    let last = hup.describe_calls().pop().unwrap();
+    assert_eq!((last["auth_scheme"].as_str(), last["status"].as_i64()), (Some("CFN_V1"), Some(200)), "{last}");
+    // …and off EC2 that is the reference's error, on stderr too.
+    hup.cmd().arg("--no-daemon").run().code(1).stderr_has(
+        "Error: In order to sign requests, 169.254.169.254 must be accessible or valid credentials must be set.",
+    );
+}
