@@ -27,7 +27,7 @@ fn rootfs(test: &str) -> Option<PathBuf> {
     let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
     let required = root.is_some();
     let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
-    if is_root && root.join(".cfn-testroot-v1").is_file() {
+    if is_root && root.join(".cfn-testroot-v2").is_file() {
         return Some(root);
     }
     assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root", root.display());
@@ -604,5 +604,61 @@ fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
     assert_eq!(
         golden("apt", "missing-version.stderr"),
         "Error occurred during build: Could not successfully install APT packages (return code 100)\n"
+    );
+}
+
+/// The `rpm` manager with Debian's real rpm (INIT-PKG-04, INIT-PKG-05): a tiny RPM built
+/// with rpmbuild when the root was made is installed into the root's rpm database, is
+/// skipped on the second run, and a file that is not an RPM is an error (the reference
+/// skipped it silently, BUG-RPMSKIP).
+#[test]
+fn rpm_installs_a_local_package_once_and_refuses_unreadable_ones() {
+    let Some(root) = rootfs("rpm") else { return };
+    let o = Overlay::new(root);
+    o.put("/tmp/not-an.rpm", "not an rpm\n", 0o644);
+    let rpm = serde_json::json!({"config": {
+        "packages": {"rpm": {"tiny": "/srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm", "none": ""}},
+        "services": {"sysvinit": {"cfntest": {"packages": {"rpm": ["tiny"]}}}}
+    }});
+    o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
+    o.metadata("install", rpm.clone());
+    o.metadata("again", rpm);
+    o.metadata("bad", serde_json::json!({"config": {"packages": {"rpm": {"bad": "/tmp/not-an.rpm"}}}}));
+    let script = [
+        "rpm -q cfn-tiny-rpm || true\n",
+        &cfn_init("install"),
+        "rpm -q cfn-tiny-rpm; cat /usr/share/cfn-tiny-rpm/VERSION\n",
+        starts(),
+        &cfn_init("again"),
+        starts(),
+        &cfn_init("bad"),
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+    assert!(out.starts_with("package cfn-tiny-rpm is not installed\n"), "{out}");
+    let install = o.read("/tmp/install.log");
+    assert!(out.contains("install exit 0\ncfn-tiny-rpm-1.0-1.noarch\n1.0-1\nstarts=1\nrunning"), "{out}\n{install}");
+    assert!(has(&install, "[WARNING] RPM specified with no location"), "{install}");
+    assert!(has(&install, "[DEBUG] Installing ['/srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm'] via RPM"), "{install}");
+    assert!(has(&install, "[INFO] Restarted cfntest successfully"), "{install}");
+    let again = o.read("/tmp/again.log");
+    assert!(out.contains("again exit 0\nstarts=1\nrunning"), "{out}\n{again}");
+    assert!(
+        has(&again, "[DEBUG] Skipping RPM at /srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm as it is already installed"),
+        "{again}"
+    );
+    assert!(has(&again, "[INFO] All RPMs were already installed"), "{again}");
+    assert!(has(&again, "[DEBUG] Not modifying running state of service cfntest"), "{again}");
+    assert!(out.contains("bad exit 1"), "{out}");
+    assert!(
+        out.contains("Error occurred during build: Could not determine package contained by rpm at /tmp/not-an.rpm (return code 3)"),
+        "{out}"
+    );
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(
+        cmd.contains("[INFO] rpm -U --quiet --nosignature --replacepkgs /srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm\n"),
+        "{cmd}"
     );
 }

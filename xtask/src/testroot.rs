@@ -4,7 +4,9 @@
 //! `/srv/cfn-repo` (a `file:` source, trusted) holding a real small Debian package
 //! (`hello`, downloaded once) and two versions of a tiny package built here
 //! (`cfn-tiny` 1.0-1 and 2.0-1). The root's apt lists only know that repository, so
-//! tests install packages offline and can pin versions.
+//! tests install packages offline and can pin versions. Debian's `rpm` is included too,
+//! with a tiny RPM built by its `rpmbuild` at `/srv/cfn-rpms`, so the `rpm` manager is
+//! exercised with the real tool.
 //!
 //! Built once into `target/testroot/bookworm` (about a minute, needs the Debian mirror)
 //! and reused; tests overlay it, so it is never modified. Delete the directory to
@@ -17,9 +19,9 @@ use std::process::Command;
 use std::time::Instant;
 
 /// Bump when the contents change, so old caches are rebuilt.
-const MARKER: &str = ".cfn-testroot-v1";
+const MARKER: &str = ".cfn-testroot-v2";
 const SUITE: &str = "bookworm";
-const INCLUDE: &str = "systemd,init-system-helpers,sysvinit-utils,passwd";
+const INCLUDE: &str = "systemd,init-system-helpers,sysvinit-utils,passwd,rpm";
 const REAL_PACKAGE: &str = "hello";
 
 pub fn path() -> PathBuf {
@@ -68,6 +70,9 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     }
     // The real package comes from the mirror through the root's own apt.
     chroot(&building, &format!("apt-get -q update && cd /srv/cfn-repo && apt-get -q download {REAL_PACKAGE}"))?;
+    // A tiny RPM built with Debian's rpmbuild, for the `rpm` manager (installed with the
+    // real rpm into the root's own rpm database).
+    chroot(&building, TINY_RPM)?;
     let packages = Command::new("dpkg-scanpackages")
         .args(["--multiversion", ".", "/dev/null"])
         .current_dir(&repo)
@@ -88,6 +93,29 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     eprintln!("xtask: isolated Debian root built in {:.0} s", started.elapsed().as_secs_f64());
     Ok(Some(root))
 }
+
+/// Builds `/srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm` inside the root.
+const TINY_RPM: &str = r#"set -e
+mkdir -p /tmp/rpmb/SPECS /srv/cfn-rpms
+cat > /tmp/rpmb/SPECS/cfn-tiny-rpm.spec <<'SPEC'
+Name: cfn-tiny-rpm
+Version: 1.0
+Release: 1
+Summary: tiny package for the cfn-bootstrap system tests
+License: Apache-2.0
+BuildArch: noarch
+%description
+tiny package for the cfn-bootstrap system tests
+%install
+mkdir -p %{buildroot}/usr/share/cfn-tiny-rpm
+echo 1.0-1 > %{buildroot}/usr/share/cfn-tiny-rpm/VERSION
+%files
+/usr/share/cfn-tiny-rpm/VERSION
+SPEC
+rpmbuild --quiet -bb --define '_topdir /tmp/rpmb' /tmp/rpmb/SPECS/cfn-tiny-rpm.spec
+cp /tmp/rpmb/RPMS/noarch/cfn-tiny-rpm-1.0-1.noarch.rpm /srv/cfn-rpms/
+rm -rf /tmp/rpmb
+"#;
 
 /// Installs the Debian packages that provide missing programs.
 fn install_missing(programs: &[(&str, &str)]) -> Result<()> {
