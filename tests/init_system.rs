@@ -449,6 +449,17 @@ fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
     o.metadata("enable", svc(true));
     o.metadata("disable", svc(false));
     o.metadata("missing", svc(true));
+    // Restart and start go through the real systemctl too, but no systemd runs in the
+    // root, so systemctl refuses them: these show the commands sent and the errors,
+    // not a service really restarted or started.
+    o.metadata(
+        "restart",
+        serde_json::json!({"config": {
+            "files": {"/etc/cfnunit.conf": {"content": "x"}},
+            "services": {"systemd": {"cfnunit": {"ensureRunning": false, "files": ["/etc/cfnunit.conf"]}}}
+        }}),
+    );
+    o.metadata("start", serde_json::json!({"config": {"services": {"systemd": {"cfnunit": {"ensureRunning": true}}}}}));
     let state = "systemctl is-enabled cfnunit || true; \
                  [ -L /etc/systemd/system/multi-user.target.wants/cfnunit.service ] && echo wants-link || echo no-wants-link\n";
     let script = [
@@ -457,6 +468,8 @@ fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
         state,
         &cfn_init("disable"),
         state,
+        &cfn_init("restart"),
+        &cfn_init("start"),
         "rm /usr/bin/systemctl\n",
         &cfn_init("missing"),
     ]
@@ -478,6 +491,28 @@ fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
     assert!(cmd.contains("[INFO] /usr/bin/systemctl enable cfnunit\n"), "{cmd}");
     assert!(cmd.contains("\tCreated symlink /etc/systemd/system/multi-user.target.wants/cfnunit.service"), "{cmd}");
     assert!(cmd.contains("[INFO] /usr/bin/systemctl disable cfnunit\n"), "{cmd}");
+    let restart = o.read("/tmp/restart.log");
+    assert!(has(&restart, "[DEBUG] Restarting cfnunit due to change detected in dependency"), "{restart}");
+    assert!(
+        out.contains(
+            "restart exit 1\nError occurred during build: Could not relaod configuration for cfnunit (return code 1)"
+        ),
+        "{out}"
+    );
+    let start = o.read("/tmp/start.log");
+    assert!(has(&start, "[DEBUG] Starting service cfnunit as it is not running"), "{start}");
+    assert!(
+        out.contains("start exit 1\nError occurred during build: Could not start service cfnunit (return code 1)"),
+        "{out}"
+    );
+    for line in [
+        "/usr/bin/systemctl daemon-reload\n",
+        "/usr/bin/systemctl is-active cfnunit\n",
+        "/usr/bin/systemctl start cfnunit\n",
+        "\tSystem has not been booted with systemd as init system (PID 1). Can't operate.\n",
+    ] {
+        assert!(cmd.contains(line), "{line}{cmd}");
+    }
     assert!(out.contains("missing exit 1"), "{out}");
     assert!(out.contains("Error occurred during build: SystemD is not available on the instance"), "{out}");
 }
