@@ -748,6 +748,8 @@ mod tests {
         Hard(&'a str, &'a str),
         Fifo(&'a str),
         Char(&'a str),
+        /// A pax global header (GitHub puts the commit id in one).
+        Global(&'a [u8]),
     }
 
     /// A tar written header by header, with names stored as given (even unsafe ones).
@@ -762,6 +764,7 @@ mod tests {
                 E::Hard(n, l) => (n, b"", 0o644, tar::EntryType::Link, l),
                 E::Fifo(n) => (n, b"", 0o644, tar::EntryType::Fifo, ""),
                 E::Char(n) => (n, b"", 0o644, tar::EntryType::Char, ""),
+                E::Global(d) => ("pax_global_header", d, 0o666, tar::EntryType::XGlobalHeader, ""),
             };
             h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
             h.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
@@ -1040,6 +1043,7 @@ mod tests {
     fn github_archives_lose_their_single_top_directory() {
         let mut t = T::new();
         let tarball = tar_bytes(&[
+            E::Global(b"52 comment=0123456789abcdef0123456789abcdef01234567\n"),
             E::Dir("owner-repo-abc123/", 0o775),
             E::File("owner-repo-abc123/README", b"readme", 0o644),
             E::Dir("owner-repo-abc123/src/", 0o755),
@@ -1062,6 +1066,7 @@ mod tests {
         assert_eq!(t.read("gh/README.again"), "readme");
         assert_eq!(t.read("gh/src/main.rs"), "fn main() {}");
         assert!(!t.exists("gh/owner-repo-abc123"));
+        assert!(!t.exists("gh/pax_global_header"));
         assert_eq!(t.read("ghz/a.txt"), "a");
         assert_eq!(t.read("plain/owner-repo-abc123/README"), "readme");
         // Two top-level entries: nothing stripped.
@@ -1217,6 +1222,42 @@ mod tests {
         let loc = t.archive("a.tgz", &gzip(&sample_tar()));
         let changed = t.apply(&[("a", &loc), ("b", &loc)]).unwrap();
         assert_eq!(changed, vec![t.p("a"), t.p("b")]);
+    }
+
+    #[test]
+    fn damaged_archives_never_panic_nor_write_outside() {
+        let t = T::new();
+        let tar = sample_tar();
+        let zip = zip_bytes(&[("a/", None, Some(0o755)), ("a/b.txt", Some(&[b'x'; 3000][..]), Some(0o644))]);
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for (kind, bytes) in [
+            ("tar", tar.clone()),
+            ("gz", gzip(&tar)),
+            ("bz2", bzip(&tar)),
+            ("xz", xz(&tar)),
+            ("zst", zstd(&tar)),
+            ("zip", zip),
+        ] {
+            for round in 0..40 {
+                let mut damaged = bytes.clone();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() as usize) % damaged.len();
+                    damaged[at] = next() as u8;
+                }
+                if round % 5 == 0 {
+                    damaged.truncate((next() as usize) % damaged.len());
+                }
+                let loc = t.archive(&format!("{kind}-{round}"), &damaged);
+                let _ = t.apply(&[(&format!("d/{kind}-{round}"), &loc)]);
+                t.assert_outside_untouched();
+            }
+        }
     }
 
     #[test]
