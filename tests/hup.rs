@@ -823,3 +823,40 @@ fn role_credentials_are_kept_between_passes_and_instance_identity_is_the_default
         "Error: In order to sign requests, 169.254.169.254 must be accessible or valid credentials must be set.",
     );
 }
+
+/// Throttling answers make the service poll less often (2×, then 4× the interval) and
+/// are reported once; normal polling resumes when they stop.
+#[test]
+fn throttling_makes_the_daemon_back_off() {
+    let hup = Hup::on(Emulator::start(&[]), &instance_template(&json!({"k": "v"})));
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("h")
+    ));
+    // Two passes' worth (three tries each) of throttling.
+    hup.emulator.post_json("/_emu/faults", &json!([{"action": "DescribeStackResource", "count": 6}]));
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "1", &["-v"]);
+    wait_until(Duration::from_secs(60), "recovery", || hup.log().contains("CloudFormation answers again"));
+    wait_until(Duration::from_secs(10), "one more pass", || hup.log().matches("Next pass in").count() >= 4);
+    signal(pid, libc::SIGTERM);
+    reaper.wait_child(pid, Duration::from_secs(10)).expect("stops");
+    let log = hup.log();
+    let waits: Vec<f64> = log
+        .lines()
+        .filter_map(|l| l.split("Next pass in ").nth(1))
+        .map(|w| w.trim_end_matches(" s").parse().unwrap())
+        .collect();
+    // Interval 1 s, jitter ±0.25 s: after a throttled pass the next slot is left out, after
+    // two the next three (so at least 1 and 3 intervals less twice the jitter); then the
+    // normal cadence.
+    assert!(waits[0] >= 0.5, "{waits:?}\n{log}");
+    assert!(waits[1] >= 2.5, "{waits:?}\n{log}");
+    assert!(waits[2] <= 1.25, "{waits:?}\n{log}");
+    assert_eq!(
+        log.matches("[WARNING] CloudFormation is throttling requests: Throttling: Rate exceeded").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(log.matches("[INFO] CloudFormation answers again").count(), 1, "{log}");
+}

@@ -127,10 +127,10 @@ fn interruptible_sleep(duration: Duration) {
     }
 }
 
-/// Within a daemon pass: fewer tries (the next pass is a retry too) and throttling
-/// retried for at most a minute; sleeps end early on SIGTERM.
-const DAEMON_RETRY: Policy =
-    Policy { max_tries: 3, throttled_budget: Duration::from_secs(60), sleep: interruptible_sleep };
+/// Within a daemon pass: three tries (the next pass is a retry too), throttling
+/// included — a throttled pass makes the schedule leave out polls instead; sleeps end
+/// early on SIGTERM.
+const DAEMON_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: interruptible_sleep };
 
 fn interval(config: &HupConfig) -> Result<Duration, config::ConfigError> {
     let minutes = config.main.interval_minutes()?;
@@ -255,7 +255,9 @@ impl Running {
                 if self.signals.terminate_requested() {
                     return;
                 }
-                let deadline = Instant::now() + schedule.next_wait(Instant::now(), throttled_passes);
+                let wait = schedule.next_wait(Instant::now(), throttled_passes);
+                tracing::debug!("Next pass in {:.3} s", wait.as_secs_f64());
+                let deadline = Instant::now() + wait;
                 loop {
                     match self.signals.wait(deadline.saturating_duration_since(Instant::now())) {
                         Wake::Terminate => return,

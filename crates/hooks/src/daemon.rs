@@ -318,15 +318,17 @@ impl Schedule {
         self.interval
     }
 
-    /// How long to sleep after a pass. `throttled_passes` consecutive throttled passes
-    /// skip 1, 3, 7 slots (at most 8× the interval between polls).
+    /// How long to sleep after a pass. After `throttled_passes` consecutive throttled
+    /// passes, 1, 3 or 7 slots are left out (at most 8× the interval between polls).
     pub fn next_wait(&mut self, now: Instant, throttled_passes: u32) -> Duration {
         let slots = 1u32 << throttled_passes.min(3);
-        self.next_due += self.interval * slots;
+        self.next_due += self.interval;
         // A pass that overran its slot: keep the cadence, skip the missed slots.
         while self.next_due + self.jitter <= now {
             self.next_due += self.interval;
         }
+        // Throttled: leave out slots after the next one, however long the pass took.
+        self.next_due += self.interval * (slots - 1);
         let offset = self.jitter.mul_f64(fastrand::f64() * 2.0);
         (self.next_due + offset).saturating_duration_since(now + self.jitter)
     }
@@ -394,6 +396,9 @@ mod tests {
         let mut s = Schedule::new(interval, start);
         let wait = s.next_wait(start + Duration::from_secs(200), 0);
         assert!(wait <= Duration::from_secs(55) && wait >= Duration::from_secs(25), "{wait:?}");
+        // …but a long throttled pass still leaves out its slots.
+        let wait = s.next_wait(start + Duration::from_secs(450), 2);
+        assert!(wait >= Duration::from_secs(3 * 60 - 15), "{wait:?}");
     }
 
     #[test]
