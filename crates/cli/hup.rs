@@ -216,7 +216,7 @@ fn same_kind(a: &Health, b: &Health) -> bool {
 impl Running {
     fn run(&mut self) {
         // Failed attempts inside a pass go to DEBUG: outages are reported once per change.
-        logging::demote("cfn_metadata");
+        logging::demote("cfn_metadata::retry");
         tracing::info!(
             "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {:?}",
             std::process::id(),
