@@ -426,6 +426,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
 
+    // Let the builds' writes reach the disk before anything is timed.
+    measure::syncfs(&bench)?;
+    std::thread::sleep(Duration::from_secs(2));
+
     let python = emulator::ensure_venv()?;
     let mut emulator_args = emulator::test_arguments();
     emulator_args.push("--accept-all-signals".into());
@@ -641,8 +645,15 @@ struct Report<'a> {
     hup: &'a [(&'static str, Value)],
 }
 
+/// theirs / ours; infinite when ours measured 0, NaN when either is missing.
 fn ratio(theirs: f64, ours: f64) -> f64 {
-    if ours > 0.0 { theirs / ours } else { f64::INFINITY }
+    if theirs.is_nan() || ours.is_nan() {
+        f64::NAN
+    } else if ours > 0.0 {
+        theirs / ours
+    } else {
+        f64::INFINITY
+    }
 }
 
 fn fmt_num(x: f64) -> String {

@@ -53,20 +53,28 @@ fn ptrace(request: libc::c_uint, pid: libc::pid_t, data: usize) -> libc::c_long 
     unsafe { libc::ptrace(request, pid, std::ptr::null_mut::<libc::c_void>(), data as *mut libc::c_void) }
 }
 
+/// Whether children are traced for their peak memory: not when `CFN_BENCH_NO_PTRACE=1`
+/// (then the peak is `ru_maxrss`, spawner included).
+fn tracing() -> bool {
+    std::env::var_os("CFN_BENCH_NO_PTRACE").is_none_or(|v| v != "1")
+}
+
 /// Runs `cmd` to completion with stdin from /dev/null and stdout/stderr in
 /// `<out>.stdout`/`<out>.stderr`; fails unless it exits 0.
 pub fn run(cmd: &mut Command, out: &Path) -> Result<Sample> {
     let stdout_path = out.with_extension("stdout");
     let stderr_path = out.with_extension("stderr");
     cmd.stdin(Stdio::null()).stdout(File::create(&stdout_path)?).stderr(File::create(&stderr_path)?);
-    // SAFETY: only an async-signal-safe syscall between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if ptrace(libc::PTRACE_TRACEME, 0, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    if tracing() {
+        // SAFETY: only an async-signal-safe syscall between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if ptrace(libc::PTRACE_TRACEME, 0, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
     let start = Instant::now();
     let child = cmd.spawn().with_context(|| format!("start {:?}", cmd.get_program()))?;
@@ -118,7 +126,7 @@ pub fn run(cmd: &mut Command, out: &Path) -> Result<Sample> {
         wall_ms,
         user_ms: timeval_ms(usage.ru_utime),
         sys_ms: timeval_ms(usage.ru_stime),
-        maxrss_kib: hwm,
+        maxrss_kib: if traced { hwm } else { usage.ru_maxrss as f64 },
         rusage_maxrss_kib: usage.ru_maxrss as f64,
     })
 }
