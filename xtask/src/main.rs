@@ -3,6 +3,7 @@
 
 mod bench;
 mod demo;
+mod dist;
 mod emulator;
 mod testroot;
 
@@ -17,8 +18,11 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
+        Some("dist") => dist::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick]>");
+            eprintln!(
+                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64]>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -58,6 +62,8 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     let python = emulator::ensure_venv()?;
     // The isolated Debian root of tests/init_system.rs (built once, then cached).
     let rootfs = testroot::ensure()?;
+    // The x86_64 release artifacts for tests/dist.rs (cached release build).
+    let dist = dist::for_tests()?;
 
     // One build for all test binaries, before the emulator starts.
     let status = cargo().current_dir(workspace()).args(["build", "--workspace", "--tests", "--bins"]).status()?;
@@ -73,6 +79,7 @@ fn test(extra: &[String]) -> Result<ExitCode> {
         .env("CFN_TEST_EMULATOR", &emulator.url)
         .env("CFN_TEST_PYTHON", &python)
         .envs(rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r)))
+        .env("CFN_TEST_DIST", &dist)
         .stdout(Stdio::piped())
         .spawn()
         .context("run cargo test")?;
