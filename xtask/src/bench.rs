@@ -44,6 +44,8 @@ const STACK: &str = "cfn-bench";
 const RESOURCE: &str = "Server";
 const TOOLS: [&str; 4] = ["cfn-init", "cfn-get-metadata", "cfn-signal", "cfn-hup"];
 const MIB: f64 = 1024.0 * 1024.0;
+/// Pause after cleaning a workload's output (and before each floor batch).
+pub const SETTLE: Duration = Duration::from_millis(100);
 
 pub const USAGE: &str = "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick]";
 
@@ -209,7 +211,8 @@ struct Workload {
     args: Vec<String>,
     runs: usize,
     warmup: usize,
-    /// Removed (then the file system synced) before every run, outside the measurement.
+    /// Removed (then the file system synced, then [`SETTLE`]) before every run, outside
+    /// the measurement.
     clean: Option<PathBuf>,
 }
 
@@ -232,6 +235,8 @@ fn clean(dir: &Option<PathBuf>) -> Result<()> {
         if let Some(parent) = dir.parent() {
             measure::syncfs(parent)?;
         }
+        // Let the journal commit settle, so every run starts from the same state.
+        std::thread::sleep(SETTLE);
     }
     Ok(())
 }

@@ -138,6 +138,7 @@ impl Samples {
             let _ = fs::remove_dir_all(&self.dir);
             fs::create_dir_all(&self.dir)?;
             measure::syncfs(&self.dir)?;
+            std::thread::sleep(super::SETTLE);
             let mut cmd = std::process::Command::new(&self.program);
             cmd.arg(&self.dir).arg(self.count.to_string()).arg(sync.key());
             measure::run(&mut cmd, &self.out)?;
