@@ -132,15 +132,18 @@ fn interruptible_sleep(duration: Duration) {
 /// early on SIGTERM.
 const DAEMON_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: interruptible_sleep };
 
+/// Longest interval honoured (a year); the shortest test interval is 50 ms.
+const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+const MIN_TEST_INTERVAL: Duration = Duration::from_millis(50);
+
 fn interval(config: &HupConfig) -> Result<Duration, config::ConfigError> {
     let minutes = config.main.interval_minutes()?;
     if let Some(seconds) = std::env::var(INTERVAL_OVERRIDE).ok().and_then(|v| v.trim().parse::<f64>().ok())
-        && seconds.is_finite()
-        && seconds > 0.0
+        && let Ok(seconds) = Duration::try_from_secs_f64(seconds)
     {
-        return Ok(Duration::from_secs_f64(seconds));
+        return Ok(seconds.clamp(MIN_TEST_INTERVAL, MAX_INTERVAL));
     }
-    Ok(Duration::from_secs(minutes * 60))
+    Ok(Duration::from_secs(minutes.saturating_mul(60)).min(MAX_INTERVAL))
 }
 
 fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool) -> ExitCode {
