@@ -17,6 +17,7 @@ use crate::model::{self, Content, FileSpec};
 use base64::Engine;
 use cfn_host::users;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -37,7 +38,7 @@ pub fn apply(config: &str, entries: &[(&String, &Value)], env: &Environment<'_>)
     let umask = process_umask();
     let durability = if entries.len() <= PER_FILE_SYNC_LIMIT { Durability::EachFile } else { Durability::OnceAtEnd };
     let mut changed = Vec::new();
-    let mut touched_dirs: Vec<PathBuf> = Vec::new();
+    let mut touched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
     let mut result = Ok(());
     for (path, value) in entries {
         let outcome = model::file_spec(config, path, value)
@@ -60,14 +61,10 @@ pub fn apply(config: &str, entries: &[(&String, &Value)], env: &Environment<'_>)
 }
 
 /// fsync of each directory whose entries changed, so the renames are durable too.
-fn sync_directories(dirs: &[PathBuf]) {
-    let mut done: Vec<&PathBuf> = Vec::new();
+fn sync_directories(dirs: &BTreeSet<PathBuf>) {
     for dir in dirs {
-        if !done.contains(&dir) {
-            done.push(dir);
-            if let Ok(handle) = File::open(dir) {
-                let _ = handle.sync_all();
-            }
+        if let Ok(handle) = File::open(dir) {
+            let _ = handle.sync_all();
         }
     }
 }
@@ -83,7 +80,7 @@ fn process_umask() -> u32 {
 }
 
 /// One `syncfs` per file system the section wrote to.
-fn sync_filesystems(dirs: &[PathBuf]) {
+fn sync_filesystems(dirs: &BTreeSet<PathBuf>) {
     let mut seen = Vec::new();
     for dir in dirs {
         let Ok(handle) = File::open(dir) else { continue };
@@ -233,7 +230,7 @@ fn write_file(
     env: &Environment<'_>,
     umask: u32,
     durability: Durability,
-    touched: &mut Vec<PathBuf>,
+    touched: &mut BTreeSet<PathBuf>,
 ) -> Result<bool, String> {
     let path = Path::new(&spec.path);
     if !path.is_absolute() {
@@ -243,7 +240,7 @@ fn write_file(
         return write_symlink(spec, path, touched);
     }
     let parent = ensure_parent(path)?;
-    touched.push(parent);
+    touched.insert(parent);
     let backup = Backup::take(path)?;
     let result = write_regular(spec, path, env, umask, durability, backup.previous.as_ref());
     match result {
@@ -436,7 +433,7 @@ fn shown_mode(spec: &FileSpec) -> String {
 }
 
 /// A symbolic link (mode `120xxx`, INIT-FILES-08): the content is the target.
-fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut Vec<PathBuf>) -> Result<bool, String> {
+fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) -> Result<bool, String> {
     let target = match &spec.content {
         Some(Content::Text(t)) if !t.is_empty() => t.clone(),
         _ => return Err("Symbolic link specified without a destination".into()),
@@ -456,7 +453,7 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut Vec<PathBuf>) -> Re
         ));
     }
     let parent = ensure_parent(path)?;
-    touched.push(parent);
+    touched.insert(parent);
     let backup = Backup::take(path)?;
     tracing::debug!("{} is specified as a symbolic link to {target}", spec.path);
     let result = (|| {
