@@ -418,10 +418,14 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     } else {
         None
     };
+    // The workloads run the binary that ships: the static musl build when it exists
+    // (it also starts faster, with no dynamic loader), else the glibc release build.
+    let measured = musl.clone().unwrap_or_else(|| release.clone());
+    eprintln!("bench: measuring {}", measured.display());
     for tool in TOOLS {
         let link = bench.join("bin").join(tool);
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&release, &link)?;
+        std::os::unix::fs::symlink(&measured, &link)?;
     }
     let mut impls = vec![Implementation { label: "ours", kind: Kind::Ours { bin_dir: bench.join("bin") } }];
     if let Some(prefix) = &options.vs {
