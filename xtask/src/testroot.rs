@@ -6,9 +6,11 @@
 //! (`cfn-tiny` 1.0-1 and 2.0-1). The root's apt lists only know that repository, so
 //! tests install packages offline and can pin versions. Debian's `rpm` is included too,
 //! with a tiny RPM built by its `rpmbuild` at `/srv/cfn-rpms`, so the `rpm` manager is
-//! exercised with the real tool.
+//! exercised with the real tool. Since v3 the repository also holds `nginx` and the
+//! packages it needs beyond the base system (about 3 MB, fetched with
+//! `apt-get install --download-only`), for the end-to-end scenario (tests/scenario.rs).
 //!
-//! Built once into `target/testroot/bookworm` (about a minute, needs the Debian mirror)
+//! Built once into `target/testroot/bookworm` (about 1.5 minutes, needs the Debian mirror)
 //! and reused; tests overlay it, so it is never modified. Delete the directory to
 //! rebuild it. `CFN_TESTROOT_MIRROR` picks another mirror.
 
@@ -18,11 +20,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// Bump when the contents change, so old caches are rebuilt.
-const MARKER: &str = ".cfn-testroot-v2";
+/// Bump when the contents change, so old caches are rebuilt. A root also carries the
+/// markers of the earlier versions it contains (tests check the one they need).
+const MARKER: &str = ".cfn-testroot-v3";
+const OLDER_MARKERS: &[&str] = &[".cfn-testroot-v2"];
 const SUITE: &str = "bookworm";
 const INCLUDE: &str = "systemd,init-system-helpers,sysvinit-utils,passwd,rpm";
 const REAL_PACKAGE: &str = "hello";
+/// Downloaded with its dependencies for the scenario's `packages: apt: nginx`.
+const WEB_PACKAGE: &str = "nginx";
 
 pub fn path() -> PathBuf {
     workspace().join("target/testroot").join(SUITE)
@@ -40,6 +46,12 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     if euid != 0 {
         eprintln!("xtask: not root, so the isolated Debian root is not built (system tests will skip)");
         return Ok(None);
+    }
+    // One build at a time (several `cargo xtask test` may start together).
+    std::fs::create_dir_all(root.parent().expect("under target/testroot"))?;
+    let _lock = BuildLock::acquire(&root.with_extension("lock"))?;
+    if root.join(MARKER).is_file() {
+        return Ok(Some(root));
     }
     let started = Instant::now();
     eprintln!("xtask: building the isolated Debian root in {} (once)", root.display());
@@ -70,6 +82,14 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     }
     // The real package comes from the mirror through the root's own apt.
     chroot(&building, &format!("apt-get -q update && cd /srv/cfn-repo && apt-get -q download {REAL_PACKAGE}"))?;
+    // The web server and what it needs beyond the base system, as apt would install it.
+    chroot(
+        &building,
+        &format!(
+            "apt-get clean && apt-get -q -y install --download-only {WEB_PACKAGE} >/dev/null \
+             && mv /var/cache/apt/archives/*.deb /srv/cfn-repo/"
+        ),
+    )?;
     // A tiny RPM built with Debian's rpmbuild, for the `rpm` manager (installed with the
     // real rpm into the root's own rpm database).
     chroot(&building, TINY_RPM)?;
@@ -88,8 +108,19 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     let _ = std::fs::remove_dir_all(building.join("etc/apt/sources.list.d"));
     std::fs::create_dir_all(building.join("etc/apt/sources.list.d"))?;
     chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update && apt-get clean")?;
-    std::fs::write(building.join(MARKER), format!("{SUITE} {INCLUDE} {REAL_PACKAGE} cfn-tiny\n"))?;
+    let contents = format!("{SUITE} {INCLUDE} {REAL_PACKAGE} {WEB_PACKAGE} cfn-tiny\n");
+    for marker in OLDER_MARKERS.iter().chain([&MARKER]) {
+        std::fs::write(building.join(marker), &contents)?;
+    }
+    // An older root is moved aside first (rename cannot replace a directory), then removed.
+    let old = root.with_extension(format!("old-{}", std::process::id()));
+    if root.exists() {
+        std::fs::rename(&root, &old).context("move the older root aside")?;
+    }
     std::fs::rename(&building, &root)?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).context("remove the older root")?;
+    }
     eprintln!("xtask: isolated Debian root built in {:.0} s", started.elapsed().as_secs_f64());
     Ok(Some(root))
 }
@@ -183,4 +214,21 @@ fn chroot(root: &Path, script: &str) -> Result<()> {
         bail!("in the test root: `{script}` failed");
     }
     Ok(())
+}
+
+/// An exclusive `flock` on a file next to the root, released when dropped.
+struct BuildLock {
+    _file: std::fs::File,
+}
+
+impl BuildLock {
+    fn acquire(path: &Path) -> Result<BuildLock> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            bail!("lock {}: {}", path.display(), std::io::Error::last_os_error());
+        }
+        Ok(BuildLock { _file: file })
+    }
 }
