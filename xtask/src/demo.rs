@@ -1,18 +1,98 @@
-//! `cargo xtask demo`: the tools doing their job against the local AWS emulator, as an
-//! ordinary user (no root): logs and links live under `demo/` in the checkout.
+//! `cargo xtask demo`: the tools doing their job against the local AWS emulator.
+//!
+//! 1. As any user: the tools against the emulator, logs and links under `demo/`.
+//! 2. As root only: the end-to-end scenario of tests/scenario.rs (xtask/src/scenario.rs):
+//!    unchanged user data in an isolated Debian root with cfn-bootstrap installed from
+//!    its .deb, nginx serving Hello World, cfn-hup applying a stack update. Without root
+//!    the demo says so and stops after part 1.
 
 use crate::emulator::{self, Emulator};
-use crate::{cargo, workspace};
+use crate::{cargo, dist, testroot, workspace};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+#[path = "scenario.rs"]
+mod scenario;
 
 const ACCESS_KEY: &str = "AKIDDEMO";
 const SECRET_KEY: &str = "demo/secret";
 const STACK: &str = "demo-stack";
 
 pub fn run() -> Result<ExitCode> {
+    // /proc/self belongs to the effective user.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0;
+    if !root {
+        println!(
+            "Note: part 2 of the demo, the end-to-end scenario (nginx and cfn-hup in an isolated Debian root),\n\
+             needs root for its mount, PID and network namespaces. Running part 1 only, which needs no root;\n\
+             run `sudo -E cargo xtask demo` (or as root) for both."
+        );
+    }
+    step("Part 1: the tools against the local emulator (no root needed)");
+    tools()?;
+    if root {
+        step("Part 2: the end-to-end scenario, as root");
+        end_to_end()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Part 2: the scenario of tests/scenario.rs, narrated.
+fn end_to_end() -> Result<()> {
+    for (program, why) in
+        [("ip", "iproute2"), ("unshare", "util-linux"), ("nsenter", "util-linux"), ("openssl", "openssl")]
+    {
+        crate::require(program, &format!("the scenario (Debian package {why})"))?;
+    }
+    let python = emulator::ensure_venv()?;
+    let rootfs = testroot::ensure()?.context("the isolated Debian root could not be built")?;
+    println!("    isolated Debian root: {}", short_path(&rootfs));
+    println!("    building the .deb (static x86_64 binary, release build: 1-3 minutes after a change)");
+    let dist_dir = dist::build(&[dist::X86_64], &workspace().join("target/demo-dist"))?;
+    let deb = dist_dir.join(format!("cfn-bootstrap_{}-1_amd64.deb", env!("CARGO_PKG_VERSION")));
+    let work = workspace().join("demo/instance");
+    let out = scenario::run(scenario::Config {
+        rootfs,
+        deb,
+        python,
+        emulator_script: workspace().join("tests/emulator/moto_cfn_server.py"),
+        work: work.clone(),
+        hup_interval: Duration::from_secs(2),
+    })?;
+    let ok = out.user_data_exit == 0
+        && out.first_page == scenario::FIRST_PAGE
+        && out.stack_status == "CREATE_COMPLETE"
+        && out.second_page == scenario::SECOND_PAGE
+        && out.cfn_hup_log.matches(&format!("Running action for {}", scenario::HOOK)).count() == 1;
+    println!(
+        "\n{} Scenario wall time {:.1} s (the page changed {:.1} s after UpdateStack).",
+        if ok { "Done." } else { "Something went wrong: see the logs." },
+        out.total.as_secs_f64(),
+        out.page_changed_after.as_secs_f64()
+    );
+    println!("Where to look (the instance's changed files are kept; everything else is gone):");
+    for (what, path) in [
+        ("user data output", "upper/var/log/cloud-init-output.log"),
+        ("cfn-init", "upper/var/log/cfn-init.log"),
+        ("commands run by cfn-init", "upper/var/log/cfn-init-cmd.log"),
+        ("cfn-hup", "upper/var/log/cfn-hup.log"),
+        ("cfn-hup state", "upper/var/lib/cfn-hup/data/metadata_db.json"),
+        ("cfn-init metadata", "upper/var/lib/cfn-init/data/metadata.json"),
+        ("emulator", "emulator.log"),
+    ] {
+        println!("    {what:<26} {}", short_path(&work.join(path)));
+    }
+    if !ok {
+        bail!("the scenario did not end as expected");
+    }
+    Ok(())
+}
+
+/// Part 1.
+fn tools() -> Result<()> {
     step("Building cfn-bootstrap");
     let status = cargo().current_dir(workspace()).args(["build", "--bin", "cfn-bootstrap"]).status()?;
     if !status.success() {
@@ -107,7 +187,7 @@ pub fn run() -> Result<ExitCode> {
     }
     println!("\nDone. Links, logs and state are under {}; the emulator has stopped.", demo.display());
     drop(emulator);
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn step(title: &str) {
