@@ -8,6 +8,7 @@
 pub mod systemd;
 pub mod sysvinit;
 
+use crate::boolish::is_true;
 use crate::changes::ChangeRecord;
 use crate::model::kind;
 use serde_json::{Map, Value};
@@ -46,6 +47,51 @@ pub fn restart_required(properties: &Map<String, Value>, changes: &ChangeRecord)
         }
     }
     false
+}
+
+/// What a service manager does to one service; the decisions around it are shared.
+pub(crate) trait Controller {
+    fn set_enabled(&mut self, service: &str, enabled: bool) -> Result<(), String>;
+    fn restart(&mut self, service: &str) -> Result<(), String>;
+    fn is_running(&mut self, service: &str) -> Result<bool, String>;
+    fn start(&mut self, service: &str) -> Result<(), String>;
+    fn stop(&mut self, service: &str) -> Result<(), String>;
+}
+
+/// One service brought to what its properties ask: enabled or disabled, restarted when
+/// something it depends on changed in this config — even when `ensureRunning` is false
+/// (INIT-SVC-04) — else started or stopped to match `ensureRunning`.
+pub(crate) fn converge(
+    controller: &mut dyn Controller,
+    service: &str,
+    properties: &Map<String, Value>,
+    changes: &ChangeRecord,
+) -> Result<(), String> {
+    let force_restart = restart_required(properties, changes);
+    match properties.get("enabled") {
+        Some(v) => controller.set_enabled(service, is_true(v))?,
+        None => tracing::debug!("Not modifying enabled state of service {service}"),
+    }
+    if force_restart {
+        tracing::debug!("Restarting {service} due to change detected in dependency");
+        return controller.restart(service);
+    }
+    let Some(v) = properties.get("ensureRunning") else {
+        tracing::debug!("Not modifying running state of service {service}");
+        return Ok(());
+    };
+    let ensure = is_true(v);
+    let running = controller.is_running(service)?;
+    if ensure && !running {
+        tracing::debug!("Starting service {service} as it is not running");
+        controller.start(service)
+    } else if !ensure && running {
+        tracing::debug!("Stopping service {service} as it is running");
+        controller.stop(service)
+    } else {
+        tracing::debug!("No need to modify running state of service {service}");
+        Ok(())
+    }
 }
 
 /// One service: its name and properties.

@@ -4,8 +4,7 @@
 //! `systemctl daemon-reload` then `systemctl reload-or-restart <svc>`. Every systemctl
 //! call goes to the command log.
 
-use super::restart_required;
-use crate::boolish::is_true;
+use super::{Controller, converge};
 use crate::changes::ChangeRecord;
 use crate::tool::{self, tool_error};
 use std::path::Path;
@@ -28,6 +27,57 @@ fn fail(message: String, out: &tool::Output) -> String {
     tool_error(message, out.code)
 }
 
+/// systemctl as the 2.0 line calls it.
+struct Systemctl;
+
+impl Systemctl {
+    /// `systemctl <action> <service>`, failing with `message` and logging `done`.
+    fn run(&self, action: &str, service: &str, message: String, done: &str) -> Result<(), String> {
+        let out = systemctl(action, Some(service))?;
+        if !out.ok() {
+            return Err(fail(message, &out));
+        }
+        tracing::info!("{done}");
+        Ok(())
+    }
+}
+
+impl Controller for Systemctl {
+    fn set_enabled(&mut self, service: &str, enabled: bool) -> Result<(), String> {
+        let (verb, word) = if enabled { ("enable", "enabled") } else { ("disable", "disabled") };
+        tracing::debug!("Setting service {service} to {word}");
+        self.run(verb, service, format!("Could not {verb} service {service}"), &format!("{word} service {service}"))
+    }
+    fn restart(&mut self, service: &str) -> Result<(), String> {
+        let out = systemctl("daemon-reload", None)?;
+        if !out.ok() {
+            // [sic] the 2.0 line's spelling.
+            return Err(fail(format!("Could not relaod configuration for {service}"), &out));
+        }
+        let message = format!("Could not reload or restart service {service}");
+        self.run("reload-or-restart", service, message, &format!("Restarted {service} successfully"))
+    }
+    fn is_running(&mut self, service: &str) -> Result<bool, String> {
+        Ok(systemctl("is-active", Some(service))?.ok())
+    }
+    fn start(&mut self, service: &str) -> Result<(), String> {
+        self.run(
+            "start",
+            service,
+            format!("Could not start service {service}"),
+            &format!("Started {service} successfully"),
+        )
+    }
+    fn stop(&mut self, service: &str) -> Result<(), String> {
+        self.run(
+            "stop",
+            service,
+            format!("Could not stop service {service}"),
+            &format!("Stopped {service} successfully"),
+        )
+    }
+}
+
 pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<(), String> {
     if services.is_empty() {
         tracing::debug!("No systemd services specified");
@@ -38,55 +88,7 @@ pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<
     }
     for (service, properties) in services {
         tool::refuse_option_like("systemd", "service", service)?;
-        let force_restart = restart_required(properties, changes);
-        match properties.get("enabled") {
-            Some(v) => {
-                let enabled = is_true(v);
-                let (verb, word) = if enabled { ("enable", "enabled") } else { ("disable", "disabled") };
-                tracing::debug!("Setting service {service} to {word}");
-                let out = systemctl(verb, Some(service))?;
-                if !out.ok() {
-                    return Err(fail(format!("Could not {verb} service {service}"), &out));
-                }
-                tracing::info!("{word} service {service}");
-            }
-            None => tracing::debug!("Not modifying enabled state of service {service}"),
-        }
-        if force_restart {
-            tracing::debug!("Restarting {service} due to change detected in dependency");
-            let out = systemctl("daemon-reload", None)?;
-            if !out.ok() {
-                // [sic] the 2.0 line's spelling.
-                return Err(fail(format!("Could not relaod configuration for {service}"), &out));
-            }
-            let out = systemctl("reload-or-restart", Some(service))?;
-            if !out.ok() {
-                return Err(fail(format!("Could not reload or restart service {service}"), &out));
-            }
-            tracing::info!("Restarted {service} successfully");
-        } else if let Some(v) = properties.get("ensureRunning") {
-            let ensure = is_true(v);
-            let running = systemctl("is-active", Some(service))?.ok();
-            if ensure && !running {
-                tracing::debug!("Starting service {service} as it is not running");
-                let out = systemctl("start", Some(service))?;
-                if !out.ok() {
-                    return Err(fail(format!("Could not start service {service}"), &out));
-                }
-                tracing::info!("Started {service} successfully");
-            } else if !ensure && running {
-                tracing::debug!("Stopping service {service} as it is running");
-                let out = systemctl("stop", Some(service))?;
-                if !out.ok() {
-                    return Err(fail(format!("Could not stop service {service}"), &out));
-                }
-                tracing::info!("Stopped {service} successfully");
-            } else {
-                tracing::debug!("No need to modify running state of service {service}");
-            }
-        } else {
-            tracing::debug!("Not modifying running state of service {service}");
-        }
+        converge(&mut Systemctl, service, properties, changes)?;
     }
     Ok(())
 }

@@ -3,8 +3,7 @@
 //! `/sbin/service <svc>`, else `/usr/sbin/service <svc>`, else `/etc/init.d/<svc>`
 //! with `status`, `start`, `stop` and `restart`.
 
-use super::restart_required;
-use crate::boolish::is_true;
+use super::{Controller, converge};
 use crate::changes::ChangeRecord;
 use crate::tool::{self, tool_error};
 use std::path::Path;
@@ -121,6 +120,24 @@ fn is_running(tools: &mut Tools, service: &str) -> Result<bool, String> {
     Ok(tool::query(&argv.iter().map(String::as_str).collect::<Vec<_>>())?.ok())
 }
 
+impl Controller for Tools {
+    fn set_enabled(&mut self, service: &str, enabled: bool) -> Result<(), String> {
+        set_enabled(self, service, enabled)
+    }
+    fn restart(&mut self, service: &str) -> Result<(), String> {
+        control(self, service, "restart", "Restarted")
+    }
+    fn is_running(&mut self, service: &str) -> Result<bool, String> {
+        is_running(self, service)
+    }
+    fn start(&mut self, service: &str) -> Result<(), String> {
+        control(self, service, "start", "Started")
+    }
+    fn stop(&mut self, service: &str) -> Result<(), String> {
+        control(self, service, "stop", "Stopped")
+    }
+}
+
 pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<(), String> {
     if services.is_empty() {
         tracing::debug!("No System V init scripts specified");
@@ -132,29 +149,7 @@ pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<
         if service.contains('/') {
             return Err(format!("Invalid service name {service}"));
         }
-        let force_restart = restart_required(properties, changes);
-        match properties.get("enabled") {
-            Some(v) => set_enabled(&mut tools, service, is_true(v))?,
-            None => tracing::debug!("Not modifying enabled state of service {service}"),
-        }
-        if force_restart {
-            tracing::debug!("Restarting {service} due to change detected in dependency");
-            control(&mut tools, service, "restart", "Restarted")?;
-        } else if let Some(v) = properties.get("ensureRunning") {
-            let ensure = is_true(v);
-            let running = is_running(&mut tools, service)?;
-            if ensure && !running {
-                tracing::debug!("Starting service {service} as it is not running");
-                control(&mut tools, service, "start", "Started")?;
-            } else if !ensure && running {
-                tracing::debug!("Stopping service {service} as it is running");
-                control(&mut tools, service, "stop", "Stopped")?;
-            } else {
-                tracing::debug!("No need to modify running state of service {service}");
-            }
-        } else {
-            tracing::debug!("Not modifying running state of service {service}");
-        }
+        converge(&mut tools, service, properties, changes)?;
     }
     Ok(())
 }
