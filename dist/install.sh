@@ -162,11 +162,18 @@ service_source() {
     die "$1 is not beside $PROG (expected $HERE/$1)"
 }
 
+# Registers the SysV script: enabled ("enable"), or known but off ("disable"), so that
+# `update-rc.d cfn-hup enable` (cfn-init's sysvinit services) has links to turn on later.
 sysv_register() {
     if have update-rc.d; then
-        update-rc.d cfn-hup defaults >/dev/null
+        if [ "$1" = enable ]; then
+            update-rc.d cfn-hup defaults >/dev/null
+        else
+            update-rc.d cfn-hup defaults-disabled >/dev/null
+        fi
     elif have chkconfig; then
         chkconfig --add cfn-hup
+        [ "$1" = enable ] || chkconfig cfn-hup off
     else
         echo "$PROG: neither update-rc.d nor chkconfig found; link $SYSV into /etc/rc?.d yourself" >&2
     fi
@@ -225,8 +232,10 @@ do_install() {
         make_dir /etc/init.d
         sed "s|/opt/aws/bin/cfn-hup|$PREFIX/cfn-hup|g" "$(service_source init.d/cfn-hup)" | put_stdin "$SYSV" 755
         record s sysv
-        if [ "$ENABLE" = yes ]; then
-            sysv_register
+        if [ "$ENABLE" = no ]; then
+            [ -n "$ROOT" ] || sysv_register disable
+        else
+            sysv_register enable
             if [ -f /etc/cfn/cfn-hup.conf ]; then
                 "$SYSV" start
             else
