@@ -1,0 +1,202 @@
+//! The end-to-end scenario (issue 7): unchanged user data in a real Debian root, against
+//! the emulator serving CloudFormation (HTTPS, at its real name) and IMDS (at
+//! 169.254.169.254), with cfn-bootstrap installed from its .deb. The scenario itself
+//! lives in xtask/src/scenario.rs, shared with `cargo xtask demo`; this test runs it and
+//! checks what happened: nginx serves Hello World, the stack is CREATE_COMPLETE, the
+//! cfn-hup service runs, and after UpdateStack the page changes within one cfn-hup
+//! interval, with exactly one action, as the logs tell in the reference's formats.
+//!
+//! Needs root, the isolated Debian root v3 (with nginx in its local repository) and the
+//! .deb: `cargo xtask test` provides both (`CFN_TEST_ROOTFS`, `CFN_TEST_DIST`); without
+//! root or the Debian root the test prints `SKIPPED`.
+
+mod common;
+
+#[path = "../xtask/src/scenario.rs"]
+mod scenario;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const INTERVAL: Duration = Duration::from_secs(2);
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The cached Debian root with nginx in its repository, or `None` (skipped).
+fn rootfs(test: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
+    let required = root.is_some();
+    let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
+    if is_root() && root.join(".cfn-testroot-v3").is_file() {
+        return Some(root);
+    }
+    assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root (v3)", root.display());
+    eprintln!("SKIPPED {test}: needs root and the isolated Debian root v3 (run `cargo xtask test`)");
+    None
+}
+
+/// The x86_64 .deb: from `CFN_TEST_DIST`, else built as tests/dist.rs does.
+fn deb() -> PathBuf {
+    let dist = match std::env::var_os("CFN_TEST_DIST") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let target = common::workspace().join("target/dist-test");
+            eprintln!(
+                "building the artifacts: cargo xtask dist --skip-aarch64 (CARGO_TARGET_DIR={})",
+                target.display()
+            );
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(common::workspace())
+                .args(["run", "--quiet", "-p", "xtask", "--", "dist", "--skip-aarch64"])
+                .env("CARGO_TARGET_DIR", &target)
+                .status()
+                .expect("run cargo xtask dist");
+            assert!(status.success(), "cargo xtask dist --skip-aarch64 failed");
+            target.join("dist")
+        }
+    };
+    let deb = dist.join(format!("cfn-bootstrap_{VERSION}-1_amd64.deb"));
+    assert!(deb.is_file(), "{} is missing", deb.display());
+    deb
+}
+
+/// The messages of a log in the reference's format (`YYYY-MM-DD HH:MM:SS,mmm [LEVEL] msg`),
+/// checking the format of every line that starts a record.
+fn messages(name: &str, log: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let b = line.as_bytes();
+        let stamped = b.len() > 24
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b[10] == b' '
+            && b[13] == b':'
+            && b[16] == b':'
+            && b[19] == b','
+            && b[23] == b' '
+            && line[..23].bytes().filter(u8::is_ascii_digit).count() == 17;
+        if stamped {
+            // cfn-init-cmd.log adds the process: `… P1234 [INFO] …`.
+            let mut message = &line[24..];
+            if let Some((pid, rest)) = message.split_once(' ')
+                && pid.len() > 1
+                && pid.starts_with('P')
+                && pid[1..].bytes().all(|b| b.is_ascii_digit())
+            {
+                message = rest;
+            }
+            assert!(
+                ["[DEBUG] ", "[INFO] ", "[WARNING] ", "[ERROR] "].iter().any(|l| message.starts_with(l)),
+                "{name}: not the reference's format: {line}"
+            );
+            out.push(message.to_string());
+        } else {
+            // A continuation line of a multi-line message.
+            assert!(!out.is_empty(), "{name}: the first line is not in the reference's format: {line}");
+            out.push(line.to_string());
+        }
+    }
+    out
+}
+
+fn count(messages: &[String], line: &str) -> usize {
+    messages.iter().filter(|m| *m == line).count()
+}
+
+#[test]
+fn hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once() {
+    let test = "hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once";
+    let Some(rootfs) = rootfs(test) else { return };
+    // A directory of its own (runs may overlap), kept when the test fails.
+    let base = common::workspace().join("target/testroot/runs");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::Builder::new().prefix("scenario-").tempdir_in(&base).unwrap().keep();
+    let config = scenario::Config {
+        rootfs,
+        deb: deb(),
+        python: common::emulator_python(),
+        emulator_script: common::workspace().join("tests/emulator/moto_cfn_server.py"),
+        work: dir.join("scenario"),
+        hup_interval: INTERVAL,
+    };
+    let out = scenario::run(config)
+        .unwrap_or_else(|e| panic!("the scenario failed: {e:#}\n(its files are kept in {})", dir.display()));
+    let context = format!(
+        "(the instance's files are kept in {})\n--- cloud-init-output.log ---\n{}\n--- cfn-init.log ---\n{}\n--- cfn-hup.log ---\n{}\n--- cfn-init-cmd.log ---\n{}",
+        dir.display(),
+        out.cloud_init_output,
+        out.cfn_init_log,
+        out.cfn_hup_log,
+        out.cfn_init_cmd_log
+    );
+
+    // The user data: cfn-init, then cfn-signal with its exit code; no --url, no keys.
+    assert_eq!(out.user_data_exit, 0, "user data failed\n{context}");
+    assert!(!out.user_data.contains("--url") && !out.user_data.contains("--access-key"));
+    assert!(out.cloud_init_output.contains("+ /opt/aws/bin/cfn-signal -e 0 --region us-east-1"), "{context}");
+
+    // Created: the page, the stack, the signal, the services.
+    assert_eq!(out.first_page, scenario::FIRST_PAGE, "{context}");
+    assert_eq!(out.stack_status, "CREATE_COMPLETE", "signals: {}\n{context}", out.signals);
+    let signals = out.signals.as_array().expect("a list of signals");
+    assert_eq!(signals.len(), 1, "{}", out.signals);
+    assert!(out.signals.to_string().contains("SUCCESS"), "{}", out.signals);
+    let hup = &out.hup_service;
+    let pid = hup.lines().find_map(|l| l.strip_prefix("pid file: ")).unwrap_or_default().trim().to_string();
+    assert!(!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()), "{hup}");
+    assert!(hup.contains(&format!("cfn-hup (pid {pid}) is running...")), "{hup}");
+    assert!(hup.contains("process: /opt/aws/bin/cfn-hup -c /etc/cfn"), "{hup}");
+    for link in ["cfn-hup", "nginx"] {
+        assert!(hup.lines().any(|l| l.starts_with('S') && l.ends_with(link)), "{link} not enabled:\n{hup}");
+    }
+
+    // Updated: the page changed within one interval of cfn-hup (plus the action's own
+    // time) and stays changed.
+    assert_eq!(out.stack_status_after_update, "UPDATE_COMPLETE");
+    assert_eq!(out.second_page, scenario::SECOND_PAGE, "{context}");
+    // nginx is restarted (stop, start): it may refuse a connection in between, but it
+    // serves only these two pages, in this order.
+    let served: Vec<&String> = out.pages_seen.iter().filter(|p| !p.starts_with("(no answer")).collect();
+    assert_eq!(served, [scenario::FIRST_PAGE, scenario::SECOND_PAGE], "{:?}\n{context}", out.pages_seen);
+    assert!(
+        out.page_changed_after < INTERVAL * 2 + Duration::from_secs(10),
+        "the page took {:?} to change\n{context}",
+        out.page_changed_after
+    );
+
+    // The logs, in the reference's formats, tell the story: exactly one action.
+    let hup_log = messages("cfn-hup.log", &out.cfn_hup_log);
+    let hook = scenario::HOOK;
+    assert_eq!(
+        count(&hup_log, &format!("[INFO] Data has changed from previous state; action for {hook} will be run")),
+        1,
+        "{context}"
+    );
+    assert_eq!(count(&hup_log, &format!("[INFO] Running action for {hook}")), 1, "{context}");
+    assert!(!hup_log.iter().any(|m| m.starts_with("[ERROR]") || m.starts_with("[WARNING]")), "{context}");
+
+    let init_log = messages("cfn-init.log", &out.cfn_init_log);
+    for (line, times) in [
+        ("[INFO] Running configSets: create", 1),
+        ("[INFO] Running configSet create", 1),
+        ("[INFO] Running configSets: update", 1),
+        ("[INFO] Running configSet update", 1),
+        ("[INFO] Running config nginx", 2),
+        ("[INFO] Running config cfn-hup", 1),
+        ("[INFO] ConfigSets completed", 2),
+    ] {
+        assert_eq!(count(&init_log, line), times, "{line:?} in cfn-init.log\n{context}");
+    }
+    assert!(!init_log.iter().any(|m| m.starts_with("[ERROR]")), "{context}");
+    messages("cfn-init-cmd.log", &out.cfn_init_cmd_log);
+
+    let total: f64 = out.total.as_secs_f64();
+    eprintln!("scenario wall time: {total:.1} s; phases: {:?}", out.timings);
+    assert!(out.total < Duration::from_secs(120), "the scenario took {total:.0} s");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
