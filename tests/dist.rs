@@ -7,18 +7,18 @@
 //! test runs `cargo xtask dist --skip-aarch64` with its own target directory
 //! (`target/dist-test`, so it never waits for the outer cargo's lock).
 //!
-//! Tests that need root (chroot, namespaces) print `SKIPPED` without it; under
-//! `cargo xtask test` (`CFN_TEST_ROOTFS` set) a missing Debian root is a failure.
+//! Tests that need root (chroot, namespaces) or the Debian root fail and say so without
+//! them; `cargo xtask test` provides both.
 
 mod common;
 
 use common::TOOLS;
+use common::debian_root::{Overlay, PATH, rootfs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// `target/dist` with the x86_64 artifacts.
 fn dist() -> &'static Path {
@@ -110,10 +110,7 @@ fn tree(root: &Path) -> Vec<String> {
 
 #[test]
 fn static_binary_runs_in_an_empty_root_without_libc() {
-    if !is_root() {
-        eprintln!("SKIPPED static_binary_runs_in_an_empty_root_without_libc: chroot needs root");
-        return;
-    }
+    assert!(is_root(), "chroot needs root");
     let (_unpacked, top) = unpacked();
     let root = tempfile::tempdir().unwrap();
     std::fs::copy(top.join("bin/cfn-bootstrap"), root.path().join("cfn-bootstrap")).unwrap();
@@ -182,10 +179,7 @@ fn container_context_holds_only_the_binary_and_runs_as_the_image_would() {
         .collect();
     expected.sort();
     assert_eq!(tree(&root), expected);
-    if !is_root() {
-        eprintln!("SKIPPED the run part of container_context_…: chroot needs root");
-        return;
-    }
+    assert!(is_root(), "chroot needs root");
     // What `docker run IMAGE cfn-init --help` runs: the entrypoint with PATH=/opt/aws/bin.
     let help = Command::new(chroot())
         .arg(&root)
@@ -293,58 +287,15 @@ fn install_sh_into_a_root_is_idempotent_and_uninstall_leaves_nothing() {
     assert_eq!(std::fs::read_to_string(root.path().join("opt/aws/bin/cfn-init")).unwrap(), "#!/usr/bin/python3\n");
 }
 
-/// The isolated Debian root of tests/init_system.rs (xtask/src/testroot.rs), or `None`.
-fn rootfs(test: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
-    let required = root.is_some();
-    let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
-    if is_root() && root.join(".cfn-testroot-v2").is_file() {
-        return Some(root);
-    }
-    assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root", root.display());
-    eprintln!("SKIPPED {test}: needs root and the isolated Debian root (run `cargo xtask test`)");
-    None
-}
-
-/// Runs `script` (sh -e, stderr merged) in an overlay of the Debian root, in private
-/// mount, PID and network namespaces, with `files` (name → host path) copied to /tmp
-/// first. The same arrangement as tests/init_system.rs's `Overlay::run`.
-fn in_debian_root(lower: &Path, files: &[(&str, &Path)], script: &str) -> (i32, String) {
-    let base = common::workspace().join("target/testroot/runs");
-    std::fs::create_dir_all(&base).unwrap();
-    let dir = tempfile::tempdir_in(base).unwrap();
-    let [upper, work, merged] = ["upper", "work", "merged"].map(|d| dir.path().join(d));
-    for d in [&upper, &work, &merged, &upper.join("tmp")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+/// Runs `script` (sh -e, stderr merged) in an overlay of the Debian root, with `files`
+/// (name → host path) copied to /tmp first.
+fn in_debian_root(files: &[(&str, &Path)], script: &str) -> (i32, String) {
+    let overlay = Overlay::new(rootfs());
     for (name, from) in files {
-        let to = upper.join("tmp").join(name);
-        if from.is_dir() {
-            let status = Command::new("cp").arg("-a").arg(from).arg(&to).status().unwrap();
-            assert!(status.success());
-        } else {
-            std::fs::copy(from, &to).unwrap();
-        }
+        overlay.copy_in(name, from);
     }
-    let outside = r#"
-set -e
-mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$MERGED"
-mount -t proc proc "$MERGED/proc"
-mount --bind /dev "$MERGED/dev"
-mount -t tmpfs tmpfs "$MERGED/run"
-exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-8 TZ=UTC /bin/sh -ec "$SCRIPT"
-"#;
-    let output = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "--pid", "--fork", "--net", "sh", "-c", outside])
-        .env("LOWER", lower)
-        .env("UPPER", &upper)
-        .env("WORK", &work)
-        .env("MERGED", &merged)
-        .env("CHROOT_PATH", PATH)
-        .env("SCRIPT", format!("exec 2>&1\n{script}"))
-        .output()
-        .expect("run unshare");
-    (output.status.code().unwrap_or(-1), text(&output))
+    let ran = overlay.run(script);
+    (ran.code, ran.out)
 }
 
 /// Lists the root's files (not the virtual or scratch ones, nor package databases and
@@ -372,7 +323,6 @@ fn no_links() -> String {
 
 #[test]
 fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
-    let Some(lower) = rootfs("deb_installs_and_uninstalls_cleanly_in_the_debian_root") else { return };
     let script = format!(
         "{SNAPSHOT}snapshot before\n\
          dpkg -i /tmp/cfn.deb\n\
@@ -392,7 +342,7 @@ fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
         links = links_work(),
         gone = no_links(),
     );
-    let (code, out) = in_debian_root(&lower, &[("cfn.deb", &deb())], &script);
+    let (code, out) = in_debian_root(&[("cfn.deb", &deb())], &script);
     assert_eq!(code, 0, "{out}");
     for line in [
         &format!("cfn-bootstrap {VERSION}-1 install ok installed"),
@@ -412,7 +362,6 @@ fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
 
 #[test]
 fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
-    let Some(lower) = rootfs("rpm_installs_and_erases_cleanly_with_the_real_rpm") else { return };
     // Debian's rpm database knows no /bin/sh provider, hence --nodeps. The SysV script's
     // parents /etc/rc.d/init.d are created by rpm and stay (on the Red Hat family they
     // exist and belong to chkconfig/initscripts).
@@ -432,7 +381,7 @@ fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
         links = links_work(),
         gone = no_links(),
     );
-    let (code, out) = in_debian_root(&lower, &[("cfn.rpm", &rpm())], &script);
+    let (code, out) = in_debian_root(&[("cfn.rpm", &rpm())], &script);
     assert_eq!(code, 0, "{out}");
     for line in [
         &format!("cfn-bootstrap-{VERSION}-1.x86_64"),
@@ -449,8 +398,6 @@ fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
 
 #[test]
 fn install_sh_in_the_debian_root_enables_cfn_hup_and_uninstall_restores_the_root() {
-    let test = "install_sh_in_the_debian_root_enables_cfn_hup_and_uninstall_restores_the_root";
-    let Some(lower) = rootfs(test) else { return };
     let (_unpacked, top) = unpacked();
     // systemd (systemctl is installed, systemd does not run: enabled offline), then SysV
     // with update-rc.d; both idempotent, both undone by --uninstall.
@@ -476,7 +423,7 @@ fn install_sh_in_the_debian_root_enables_cfn_hup_and_uninstall_restores_the_root
         links = links_work(),
         gone = no_links(),
     );
-    let (code, out) = in_debian_root(&lower, &[("cfn", &top)], &script);
+    let (code, out) = in_debian_root(&[("cfn", &top)], &script);
     assert_eq!(code, 0, "{out}");
     for line in [
         &format!("cfn-bootstrap {VERSION} installed in /opt/aws/bin (cfn-hup service: systemd)"),

@@ -9,108 +9,12 @@
 //! `getent`, `id`, `systemctl`, the init script's own status); the test asserts on
 //! what it printed and on the logs left in the overlay.
 //!
-//! Without the root (not built, or not running as root) each test prints `SKIPPED`
-//! and returns; under `cargo xtask test` (`CFN_TEST_ROOTFS` set) a missing root is
-//! a failure.
+//! The tests need root and the cached root (tests/common/debian_root.rs); without
+//! them they fail and say so.
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/// The cached root, or `None` (the test is skipped) when it is not available.
-fn rootfs(test: &str) -> Option<PathBuf> {
-    // SAFETY: geteuid cannot fail.
-    let is_root = unsafe { libc::geteuid() } == 0;
-    let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
-    let required = root.is_some();
-    let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
-    if is_root && root.join(".cfn-testroot-v2").is_file() {
-        return Some(root);
-    }
-    assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root", root.display());
-    eprintln!("SKIPPED {test}: needs root and the isolated Debian root (run `cargo xtask test`)");
-    None
-}
-
-/// One overlay of the cached root: files can be put in before the run, and the logs
-/// and changed files are read from the upper layer afterwards.
-struct Overlay {
-    _dir: tempfile::TempDir,
-    lower: PathBuf,
-    upper: PathBuf,
-    work: PathBuf,
-    merged: PathBuf,
-}
-
-struct Ran {
-    code: i32,
-    out: String,
-}
-
-impl Overlay {
-    fn new(lower: PathBuf) -> Overlay {
-        let base = common::workspace().join("target/testroot/runs");
-        std::fs::create_dir_all(&base).unwrap();
-        let dir = tempfile::tempdir_in(base).unwrap();
-        let [upper, work, merged] = ["upper", "work", "merged"].map(|d| dir.path().join(d));
-        for d in [&upper, &work, &merged] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        let overlay = Overlay { lower, upper, work, merged, _dir: dir };
-        overlay.put("/opt/aws/bin/cfn-init", "", 0o755);
-        overlay
-    }
-
-    /// Writes a file into the root before the run.
-    fn put(&self, path: &str, content: &str, mode: u32) {
-        use std::os::unix::fs::PermissionsExt;
-        let target = self.upper.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::write(&target, content).unwrap();
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-
-    /// Metadata for cfn-init at `/tmp/<name>.json`.
-    fn metadata(&self, name: &str, init: serde_json::Value) {
-        let doc = serde_json::json!({ "AWS::CloudFormation::Init": init });
-        self.put(&format!("/tmp/{name}.json"), &doc.to_string(), 0o644);
-    }
-
-    /// A file the run left in the root (from the upper layer).
-    fn read(&self, path: &str) -> String {
-        std::fs::read_to_string(self.upper.join(path.trim_start_matches('/'))).unwrap_or_default()
-    }
-
-    /// Runs `script` with `/bin/sh -e` inside the root, in private mount, PID and
-    /// network namespaces. Its stdout and stderr are merged.
-    fn run(&self, script: &str) -> Ran {
-        let outside = r#"
-set -e
-mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$MERGED"
-mount -t proc proc "$MERGED/proc"
-mount --bind /dev "$MERGED/dev"
-mount -t tmpfs tmpfs "$MERGED/run"
-mount --bind "$BINARY" "$MERGED/opt/aws/bin/cfn-init"
-exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-8 TZ=UTC /bin/sh -ec "$SCRIPT"
-"#;
-        let output = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "--pid", "--fork", "--net", "sh", "-c", outside])
-            .env("LOWER", &self.lower)
-            .env("UPPER", &self.upper)
-            .env("WORK", &self.work)
-            .env("MERGED", &self.merged)
-            .env("BINARY", common::binary())
-            .env("CHROOT_PATH", PATH)
-            .env("SCRIPT", format!("exec 2>&1\n{script}"))
-            .output()
-            .expect("run unshare");
-        let out = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-        Ran { code: output.status.code().unwrap_or(-1), out }
-    }
-}
+use common::debian_root::{Overlay, rootfs};
 
 /// The messages of a cfn-init log, without timestamps.
 fn messages(log: &str) -> Vec<String> {
@@ -161,8 +65,7 @@ fn starts() -> &'static str {
 
 #[test]
 fn apt_installs_pinned_and_latest_idempotently_and_restarts_dependents() {
-    let Some(root) = rootfs("apt") else { return };
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
     let service = |versions: serde_json::Value| {
         serde_json::json!({"config": {
@@ -252,8 +155,7 @@ fn apt_installs_pinned_and_latest_idempotently_and_restarts_dependents() {
 
 #[test]
 fn groups_and_users_are_created_modified_and_checked() {
-    let Some(root) = rootfs("users") else { return };
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     let groups = serde_json::json!({"cfnapp": {"gid": "4100"}, "cfnops": {}, "cfnnum": {"gid": 4101}});
     o.metadata(
         "create",
@@ -358,8 +260,7 @@ fn groups_and_users_are_created_modified_and_checked() {
 
 #[test]
 fn sysv_service_is_enabled_started_and_restarted_when_its_file_changes() {
-    let Some(root) = rootfs("sysvinit") else { return };
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
     o.metadata(
         "start",
@@ -437,8 +338,7 @@ fn sysv_service_is_enabled_started_and_restarted_when_its_file_changes() {
 
 #[test]
 fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
-    let Some(root) = rootfs("systemd") else { return };
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     o.put(
         "/etc/systemd/system/cfnunit.service",
         "[Unit]\nDescription=cfn test unit\n[Service]\nExecStart=/bin/sleep 1000\n[Install]\nWantedBy=multi-user.target\n",
@@ -536,10 +436,9 @@ fn normalized(log: &str) -> Vec<String> {
 
 /// Runs the recorded case `tests/golden/cfn-init-system/<case>` (its metadata, files and
 /// script) with this port and returns the overlay and the script's output.
-fn replay(case: &str) -> Option<(Overlay, String)> {
-    let root = rootfs(case)?;
+fn replay(case: &str) -> (Overlay, String) {
     let dir = common::workspace().join("tests/golden/cfn-init-system").join(format!("{case}.in"));
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
@@ -549,8 +448,7 @@ fn replay(case: &str) -> Option<(Overlay, String)> {
     }
     let files = dir.join("files");
     if files.is_dir() {
-        let status = Command::new("cp").arg("-a").arg(format!("{}/.", files.display())).arg(&o.upper).status();
-        assert!(status.unwrap().success());
+        o.copy_tree_in(&files);
     }
     let run = r#"run() {
   rc=0; /opt/aws/bin/cfn-init -v "/tmp/cases/$1.json" > "/tmp/out/$1.stdout" 2> "/tmp/out/$1.stderr" || rc=$?
@@ -564,7 +462,7 @@ mkdir -p /tmp/out
 "#;
     let script = std::fs::read_to_string(dir.join("script.sh")).unwrap();
     let ran = o.run(&format!("{run}{script}"));
-    Some((o, ran.out))
+    (o, ran.out)
 }
 
 fn golden(case: &str, file: &str) -> String {
@@ -585,7 +483,7 @@ fn same_run(o: &Overlay, case: &str, run: &str) {
 
 #[test]
 fn groups_and_users_match_the_recorded_reference() {
-    let Some((o, out)) = replay("groups-users") else { return };
+    let (o, out) = replay("groups-users");
     assert_eq!(out, golden("groups-users", "checks.txt"));
     for run in ["create", "same", "modify", "gid-mismatch", "uid-mismatch", "unknown-group"] {
         same_run(&o, "groups-users", run);
@@ -594,7 +492,7 @@ fn groups_and_users_match_the_recorded_reference() {
 
 #[test]
 fn sysvinit_matches_the_recorded_reference() {
-    let Some((o, out)) = replay("sysvinit") else { return };
+    let (o, out) = replay("sysvinit");
     assert_eq!(out, golden("sysvinit", "checks.txt"));
     for run in ["start", "changed", "stop"] {
         same_run(&o, "sysvinit", run);
@@ -608,7 +506,7 @@ fn sysvinit_matches_the_recorded_reference() {
 /// it is already present`), and a version apt does not have fails before apt-get runs.
 #[test]
 fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
-    let Some((o, out)) = replay("apt") else { return };
+    let (o, out) = replay("apt");
     let sorted = |lines: Vec<String>| {
         let mut lines: Vec<String> = lines
             .into_iter()
@@ -648,8 +546,7 @@ fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
 /// skipped it silently, BUG-RPMSKIP).
 #[test]
 fn rpm_installs_a_local_package_once_and_refuses_unreadable_ones() {
-    let Some(root) = rootfs("rpm") else { return };
-    let o = Overlay::new(root);
+    let o = Overlay::new(rootfs()).with_cfn_init();
     o.put("/tmp/not-an.rpm", "not an rpm\n", 0o644);
     let rpm = serde_json::json!({"config": {
         "packages": {"rpm": {"tiny": "/srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm", "none": ""}},

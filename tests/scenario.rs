@@ -8,7 +8,7 @@
 //!
 //! Needs root, the isolated Debian root v3 (with nginx in its local repository) and the
 //! .deb: `cargo xtask test` provides both (`CFN_TEST_ROOTFS`, `CFN_TEST_DIST`); without
-//! root or the Debian root the test prints `SKIPPED`.
+//! them the test fails and says so.
 
 mod common;
 
@@ -21,24 +21,6 @@ use std::time::Duration;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const INTERVAL: Duration = Duration::from_secs(2);
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The cached Debian root with nginx in its repository, or `None` (skipped).
-fn rootfs(test: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("CFN_TEST_ROOTFS").map(PathBuf::from);
-    let required = root.is_some();
-    let root = root.unwrap_or_else(|| common::workspace().join("target/testroot/bookworm"));
-    if is_root() && root.join(".cfn-testroot-v3").is_file() {
-        return Some(root);
-    }
-    assert!(!required, "CFN_TEST_ROOTFS={} is not a usable test root (v3)", root.display());
-    eprintln!("SKIPPED {test}: needs root and the isolated Debian root v3 (run `cargo xtask test`)");
-    None
-}
 
 /// The x86_64 .deb: from `CFN_TEST_DIST`, else built as tests/dist.rs does.
 fn deb() -> PathBuf {
@@ -110,8 +92,7 @@ fn count(messages: &[String], line: &str) -> usize {
 
 #[test]
 fn hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once() {
-    let test = "hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once";
-    let Some(rootfs) = rootfs(test) else { return };
+    let rootfs = common::debian_root::rootfs();
     // A directory of its own (runs may overlap), kept when the test fails.
     let base = common::workspace().join("target/testroot/runs");
     std::fs::create_dir_all(&base).unwrap();

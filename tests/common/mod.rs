@@ -3,6 +3,8 @@
 //! to be understood (command, exit code, stdout, stderr, logs).
 #![allow(dead_code)]
 
+pub mod debian_root;
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,126 @@
+//! The isolated Debian root of the system tests (built and cached by `cargo xtask test`,
+//! xtask/src/testroot.rs): each test overlays it (overlayfs in a private mount
+//! namespace, so the cache never changes) and runs one shell script with `chroot`
+//! inside private mount, PID and network namespaces.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The cached root. These tests need root and the root `cargo xtask test` builds; they
+/// fail with that explanation otherwise, never skip.
+pub fn rootfs() -> PathBuf {
+    // SAFETY: geteuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    assert!(is_root, "this test needs root (mount, PID and network namespaces)");
+    let root = std::env::var_os("CFN_TEST_ROOTFS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| super::workspace().join("target/testroot/bookworm"));
+    assert!(
+        root.join(".cfn-testroot-v3").is_file(),
+        "{} is not a usable test root: run `cargo xtask test`, which builds it",
+        root.display()
+    );
+    root
+}
+
+/// One overlay of the cached root: files can be put in before the run, and the logs
+/// and changed files are read from the upper layer afterwards.
+pub struct Overlay {
+    _dir: tempfile::TempDir,
+    lower: PathBuf,
+    upper: PathBuf,
+    work: PathBuf,
+    merged: PathBuf,
+    /// Bind-mount the binary under test at /opt/aws/bin/cfn-init.
+    with_cfn_init: bool,
+}
+
+pub struct Ran {
+    pub code: i32,
+    pub out: String,
+}
+
+impl Overlay {
+    pub fn new(lower: PathBuf) -> Overlay {
+        let base = super::workspace().join("target/testroot/runs");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let [upper, work, merged] = ["upper", "work", "merged"].map(|d| dir.path().join(d));
+        for d in [&upper, &work, &merged] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Overlay { lower, upper, work, merged, _dir: dir, with_cfn_init: false }
+    }
+
+    /// Makes the binary under test `/opt/aws/bin/cfn-init` in the root.
+    pub fn with_cfn_init(mut self) -> Overlay {
+        self.put("/opt/aws/bin/cfn-init", "", 0o755);
+        self.with_cfn_init = true;
+        self
+    }
+
+    /// Writes a file into the root before the run.
+    pub fn put(&self, path: &str, content: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        let target = self.upper.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, content).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Metadata for cfn-init at `/tmp/<name>.json`.
+    pub fn metadata(&self, name: &str, init: serde_json::Value) {
+        let doc = serde_json::json!({ "AWS::CloudFormation::Init": init });
+        self.put(&format!("/tmp/{name}.json"), &doc.to_string(), 0o644);
+    }
+
+    /// Copies a host file or directory into the root's `/tmp/<name>`.
+    pub fn copy_in(&self, name: &str, from: &Path) {
+        let tmp = self.upper.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let status = Command::new("cp").arg("-a").arg(from).arg(tmp.join(name)).status().unwrap();
+        assert!(status.success(), "copy {} into the root", from.display());
+    }
+
+    /// Copies the contents of a host directory into the root, paths kept.
+    pub fn copy_tree_in(&self, dir: &Path) {
+        let status =
+            Command::new("cp").arg("-a").arg(format!("{}/.", dir.display())).arg(&self.upper).status().unwrap();
+        assert!(status.success(), "copy {} into the root", dir.display());
+    }
+
+    /// A file the run left in the root (from the upper layer).
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.upper.join(path.trim_start_matches('/'))).unwrap_or_default()
+    }
+
+    /// Runs `script` with `/bin/sh -e` inside the root, in private mount, PID and
+    /// network namespaces. Its stdout and stderr are merged.
+    pub fn run(&self, script: &str) -> Ran {
+        let outside = r#"
+set -e
+mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$MERGED"
+mount -t proc proc "$MERGED/proc"
+mount --bind /dev "$MERGED/dev"
+mount -t tmpfs tmpfs "$MERGED/run"
+[ -z "$BINARY" ] || mount --bind "$BINARY" "$MERGED/opt/aws/bin/cfn-init"
+exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-8 TZ=UTC /bin/sh -ec "$SCRIPT"
+"#;
+        let binary = if self.with_cfn_init { super::binary() } else { PathBuf::new() };
+        let output = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "--pid", "--fork", "--net", "sh", "-c", outside])
+            .env("LOWER", &self.lower)
+            .env("UPPER", &self.upper)
+            .env("WORK", &self.work)
+            .env("MERGED", &self.merged)
+            .env("BINARY", binary)
+            .env("CHROOT_PATH", PATH)
+            .env("SCRIPT", format!("exec 2>&1\n{script}"))
+            .output()
+            .expect("run unshare");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        Ran { code: output.status.code().unwrap_or(-1), out }
+    }
+}
