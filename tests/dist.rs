@@ -16,28 +16,12 @@ use common::TOOLS;
 use common::debian_root::{Overlay, PATH, rootfs};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `target/dist` with the x86_64 artifacts.
 fn dist() -> &'static Path {
-    static DIST: OnceLock<PathBuf> = OnceLock::new();
-    DIST.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("CFN_TEST_DIST") {
-            return PathBuf::from(dir);
-        }
-        let target = common::workspace().join("target/dist-test");
-        eprintln!("building the artifacts: cargo xtask dist --skip-aarch64 (CARGO_TARGET_DIR={})", target.display());
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(common::workspace())
-            .args(["run", "--quiet", "-p", "xtask", "--", "dist", "--skip-aarch64"])
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .expect("run cargo xtask dist");
-        assert!(status.success(), "cargo xtask dist --skip-aarch64 failed");
-        target.join("dist")
-    })
+    common::dist_dir()
 }
 
 fn artifact(name: &str) -> PathBuf {

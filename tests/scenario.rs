@@ -16,32 +16,14 @@ mod common;
 mod scenario;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const INTERVAL: Duration = Duration::from_secs(2);
 
-/// The x86_64 .deb: from `CFN_TEST_DIST`, else built as tests/dist.rs does.
+/// The x86_64 .deb of `cargo xtask dist`.
 fn deb() -> PathBuf {
-    let dist = match std::env::var_os("CFN_TEST_DIST") {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            let target = common::workspace().join("target/dist-test");
-            eprintln!(
-                "building the artifacts: cargo xtask dist --skip-aarch64 (CARGO_TARGET_DIR={})",
-                target.display()
-            );
-            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .current_dir(common::workspace())
-                .args(["run", "--quiet", "-p", "xtask", "--", "dist", "--skip-aarch64"])
-                .env("CARGO_TARGET_DIR", &target)
-                .status()
-                .expect("run cargo xtask dist");
-            assert!(status.success(), "cargo xtask dist --skip-aarch64 failed");
-            target.join("dist")
-        }
-    };
+    let dist = common::dist_dir();
     let deb = dist.join(format!("cfn-bootstrap_{VERSION}-1_amd64.deb"));
     assert!(deb.is_file(), "{} is missing", deb.display());
     deb

@@ -445,3 +445,25 @@ impl RecordingProxy {
         self.targets.lock().unwrap().clone()
     }
 }
+
+/// The folder of x86_64 release artifacts (`cargo xtask dist`): `CFN_TEST_DIST` when
+/// `cargo xtask test` built them, else built once here with its own target directory
+/// (`target/dist-test`, so it never waits for the outer cargo's lock).
+pub fn dist_dir() -> &'static Path {
+    static DIST: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIST.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("CFN_TEST_DIST") {
+            return PathBuf::from(dir);
+        }
+        let target = workspace().join("target/dist-test");
+        eprintln!("building the artifacts: cargo xtask dist --skip-aarch64 (CARGO_TARGET_DIR={})", target.display());
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(workspace())
+            .args(["run", "--quiet", "-p", "xtask", "--", "dist", "--skip-aarch64"])
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("run cargo xtask dist");
+        assert!(status.success(), "cargo xtask dist --skip-aarch64 failed");
+        target.join("dist")
+    })
+}
