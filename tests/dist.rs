@@ -286,7 +286,7 @@ fn in_debian_root(files: &[(&str, &Path)], script: &str) -> (i32, String) {
 /// logs, which record the history) into `/tmp/<name>.tree`.
 const SNAPSHOT: &str = r#"snapshot() {
     find / -xdev \( -path /proc -o -path /dev -o -path /run -o -path /tmp -o -path /var/log \
-        -o -path /var/lib/dpkg -o -path /var/lib/rpm -o -path /root/.rpmdb -o -path /var/cache \) -prune -o -print | sort > "/tmp/$1.tree"
+        -o -path /var/lib/dpkg -o -path /var/lib/rpm -o -path "$HOME/.rpmdb" -o -path /var/cache \) -prune -o -print | sort > "/tmp/$1.tree"
 }
 "#;
 

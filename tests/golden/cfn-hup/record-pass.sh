@@ -5,8 +5,9 @@ W=${W:-/tmp/hupref/w}; rm -rf $W; mkdir -p $W/etc/hooks.d $W/varlib $W/varlog $W
 ip link set lo up
 mount --bind $W/varlib /var/lib 2>/dev/null || { mkdir -p $W/varlib; }
 mount --bind $W/varlog /var/log
-PY=/work/main/target/emulator-venv/bin/python
-$PY /work/main/tests/emulator/moto_cfn_server.py --port 5055 --validate-sigv4 --credentials AKIDTESTKEY:test/secret/key > $W/emu.log 2>&1 &
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
+PY=$REPO/target/emulator-venv/bin/python
+$PY "$REPO/tests/emulator/moto_cfn_server.py" --port 5055 --validate-sigv4 --credentials AKIDTESTKEY:test/secret/key > $W/emu.log 2>&1 &
 EMU=$!
 until curl -sf http://127.0.0.1:5055/_emu/state >/dev/null; do sleep 0.1; done
 cat > $W/mk.py <<'PYEOF'

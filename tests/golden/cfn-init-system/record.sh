@@ -8,7 +8,7 @@
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOTFS=${ROOTFS:-$(cd "$HERE/../../.." && pwd)/target/testroot/bookworm}
-PY=/root/.pyenv/versions/2.7.18
+PY=${PY27:-$HOME/.pyenv/versions/2.7.18}
 [ -f "$ROOTFS/.cfn-testroot-v2" ] || { echo "no test root at $ROOTFS (run cargo xtask test once)"; exit 1; }
 [ -x /tmp/ref/bin/cfn-init ] && [ -x "$PY/bin/python2.7" ] || { echo "reference not installed"; exit 1; }
 
