@@ -26,7 +26,7 @@ cat > ok.json <<'J'
   "AWS::CloudFormation::Init": {
     "config": {
       "files": {
-        "/tmp/ref/work/out/f.txt": { "content": "hello file\n" }
+        "/tmp/ref/scratch/out/f.txt": { "content": "hello file\n" }
       },
       "commands": {
         "01echo": { "command": "echo hello from command", "test": "true" }
