@@ -193,14 +193,7 @@ impl HttpClient {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<Response, TransportError> {
-        let parts = split_url(url)?;
-        let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
-        let agent = self.agent(proxy, parts.scheme == "https")?;
-
-        let mut request = ureq::http::Request::builder().method(method).uri(url);
-        for (name, value) in headers {
-            request = request.header(*name, value.as_str());
-        }
+        let (agent, request) = self.prepare(method, url, headers, false)?;
         let result = match body {
             Some(bytes) => request
                 .body(bytes.to_vec())
@@ -213,11 +206,7 @@ impl HttpClient {
         };
         let mut response = result?;
         let status = response.status().as_u16();
-        let headers: Vec<(String, String)> = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-            .collect();
+        let headers = header_list(&response);
         let body = response.body_mut().with_config().limit(256 * 1024 * 1024).read_to_vec().map_err(describe)?;
         let response = Response { status, headers, body };
         log_wire(url, &response);
@@ -234,27 +223,31 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
     ) -> Result<StreamingResponse, TransportError> {
-        let parts = split_url(url)?;
-        let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
-        let agent = self.agent_of_kind(proxy, parts.scheme == "https", true)?;
-        let mut request = ureq::http::Request::builder().method(method).uri(url);
-        for (name, value) in headers {
-            request = request.header(*name, value.as_str());
-        }
+        let (agent, request) = self.prepare(method, url, headers, true)?;
         let request = request.body(()).map_err(|e| TransportError::config(e.to_string()))?;
         let response = agent.run(request).map_err(describe)?;
         let status = response.status().as_u16();
-        let headers: Vec<(String, String)> = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-            .collect();
+        let headers = header_list(&response);
         log_wire_head(url, status, &headers);
         Ok(StreamingResponse { status, headers, url: url.to_string(), body: response.into_body() })
     }
 
-    fn agent(&self, proxy: Option<String>, https: bool) -> Result<ureq::Agent, TransportError> {
-        self.agent_of_kind(proxy, https, false)
+    /// The agent for `url` (its proxy and trust store) and a request with `headers`.
+    fn prepare(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, String)],
+        stream: bool,
+    ) -> Result<(ureq::Agent, ureq::http::request::Builder), TransportError> {
+        let parts = split_url(url)?;
+        let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
+        let agent = self.agent_of_kind(proxy, parts.scheme == "https", stream)?;
+        let mut request = ureq::http::Request::builder().method(method).uri(url);
+        for (name, value) in headers {
+            request = request.header(*name, value.as_str());
+        }
+        Ok((agent, request))
     }
 
     fn agent_of_kind(&self, proxy: Option<String>, https: bool, stream: bool) -> Result<ureq::Agent, TransportError> {
@@ -289,6 +282,15 @@ impl HttpClient {
         agents.insert(key, agent.clone());
         Ok(agent)
     }
+}
+
+/// A response's headers as (name, value) text pairs.
+fn header_list<B>(response: &ureq::http::Response<B>) -> Vec<(String, String)> {
+    response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect()
 }
 
 /// A readable one-line reason for a failed request.
