@@ -31,6 +31,14 @@ pub struct Package {
     pub versions: Vec<String>,
 }
 
+impl Package {
+    /// A package for the managers' tests.
+    #[cfg(test)]
+    pub(crate) fn of(name: &str, versions: &[&str]) -> Package {
+        Package { name: name.into(), versions: versions.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
 /// The fixed part of the manager order (INIT-PKG-01).
 const ORDER: [&str; 5] = ["msi", "dpkg", "rpm", "apt", "yum"];
 

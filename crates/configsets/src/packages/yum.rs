@@ -147,7 +147,7 @@ mod tests {
     use super::*;
 
     fn pkg(name: &str, versions: &[&str]) -> Package {
-        Package { name: name.into(), versions: versions.iter().map(|s| s.to_string()).collect() }
+        Package::of(name, versions)
     }
 
     #[test]
