@@ -74,11 +74,62 @@ enum MainSink {
     Stderr,
 }
 
+/// Where a formatted line goes.
+trait WriteLine {
+    fn write_line(&mut self, line: &str);
+}
+
+impl WriteLine for RotatingFile {
+    fn write_line(&mut self, line: &str) {
+        RotatingFile::write_line(self, line);
+    }
+}
+
+impl WriteLine for MainSink {
+    fn write_line(&mut self, line: &str) {
+        match self {
+            MainSink::File(file) => file.write_line(line),
+            MainSink::Stderr => {
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
+        }
+    }
+}
+
+/// A log and the buffer its lines are formatted in. The buffer is reused, so an event
+/// costs no allocation (musl's allocator would map and unmap a page for each one).
+struct Sink<W> {
+    out: W,
+    line: String,
+}
+
+impl<W: WriteLine> Sink<W> {
+    fn new(out: W) -> Mutex<Sink<W>> {
+        Mutex::new(Sink { out, line: String::with_capacity(256) })
+    }
+}
+
+/// Formats `event` as `<time>[ P<pid>] [LEVEL] message` and writes it to `sink`.
+fn emit<W: WriteLine>(sink: &Mutex<Sink<W>>, with_pid: bool, level: &Level, event: &Event<'_>) {
+    use std::fmt::Write as _;
+    let mut guard = sink.lock().unwrap_or_else(|e| e.into_inner());
+    let Sink { out, line } = &mut *guard;
+    line.clear();
+    write_timestamp(line);
+    if with_pid {
+        let _ = write!(line, " P{}", std::process::id());
+    }
+    let _ = write!(line, " [{}] ", level_name(level));
+    event.record(&mut Message(line));
+    line.push('\n');
+    out.write_line(line);
+}
+
 struct FileLayer {
     level: Level,
-    main: Mutex<MainSink>,
-    cmd: Option<Mutex<RotatingFile>>,
-    wire: Option<Mutex<RotatingFile>>,
+    main: Mutex<Sink<MainSink>>,
+    cmd: Option<Mutex<Sink<RotatingFile>>>,
+    wire: Option<Mutex<Sink<RotatingFile>>>,
 }
 
 /// The main log's level as changed after start-up (`set_level`); 0 = as `init` said.
@@ -131,8 +182,8 @@ pub fn init(main_name: &str, level: Level) {
             (MainSink::Stderr, false)
         }
     };
-    let side = |name: &str| side_logs.then(|| RotatingFile::open(&dir.join(name)).ok().map(Mutex::new)).flatten();
-    let layer = FileLayer { level, main: Mutex::new(main), cmd: side("cfn-init-cmd.log"), wire: side("cfn-wire.log") };
+    let side = |name: &str| side_logs.then(|| RotatingFile::open(&dir.join(name)).ok().map(Sink::new)).flatten();
+    let layer = FileLayer { level, main: Sink::new(main), cmd: side("cfn-init-cmd.log"), wire: side("cfn-wire.log") };
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
 }
 
@@ -145,14 +196,29 @@ fn level_name(level: &Level) -> &'static str {
     }
 }
 
-fn timestamp() -> String {
-    chrono::Local::now().format("%Y-%m-%d %H:%M:%S,%3f").to_string()
+/// Local time as Python's logging writes it: `YYYY-MM-DD HH:MM:SS,mmm`.
+fn write_timestamp(line: &mut String) {
+    use chrono::{Datelike, Timelike};
+    use std::fmt::Write as _;
+    let now = chrono::Local::now();
+    let _ = write!(
+        line,
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03}",
+        now.year(),
+        now.month(),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        // A leap second's nanoseconds run past 1e9; Python never shows it.
+        (now.nanosecond() / 1_000_000).min(999)
+    );
 }
 
-#[derive(Default)]
-struct Message(String);
+/// Appends an event's `message` field to a line.
+struct Message<'a>(&'a mut String);
 
-impl Visit for Message {
+impl Visit for Message<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "message" {
             self.0.push_str(value);
@@ -169,37 +235,25 @@ impl Visit for Message {
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let mut message = Message::default();
-        event.record(&mut message);
         let demoted = {
             let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
             !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))
         };
         let event_level = if demoted { Level::DEBUG } else { *meta.level() };
         let max_level = code_level(LEVEL_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(self.level);
-        let level = level_name(&event_level);
+        // Nothing is formatted for an event that no log keeps.
         match meta.target() {
             CMD_TARGET => {
                 if let Some(cmd) = &self.cmd {
-                    let line = format!("{} P{} [{level}] {}\n", timestamp(), std::process::id(), message.0);
-                    cmd.lock().unwrap_or_else(|e| e.into_inner()).write_line(&line);
+                    emit(cmd, true, &event_level, event);
                 }
             }
             WIRE_TARGET => {
                 if let Some(wire) = &self.wire {
-                    let line = format!("{} [{level}] {}\n", timestamp(), message.0);
-                    wire.lock().unwrap_or_else(|e| e.into_inner()).write_line(&line);
+                    emit(wire, false, &event_level, event);
                 }
             }
-            _ if event_level <= max_level => {
-                let line = format!("{} [{level}] {}\n", timestamp(), message.0);
-                match &mut *self.main.lock().unwrap_or_else(|e| e.into_inner()) {
-                    MainSink::File(file) => file.write_line(&line),
-                    MainSink::Stderr => {
-                        let _ = std::io::stderr().write_all(line.as_bytes());
-                    }
-                }
-            }
+            _ if event_level <= max_level => emit(&self.main, false, &event_level, event),
             _ => {}
         }
     }
