@@ -4,6 +4,7 @@
 
 use crate::changes::ChangeRecord;
 use crate::configsets;
+use crate::durable::BackgroundSync;
 use crate::model::{self, ModelError};
 use crate::{commands, files, groups, packages, services, sources, users};
 use serde_json::{Map, Value};
@@ -65,7 +66,10 @@ pub(crate) fn cmd_log(message: &str) {
 pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
     tracing::info!("{}", banner("Starting build", '-'));
     tracing::debug!("Not setting a reboot trigger as scheduling support is not available");
-    let result = run(init, requested, env);
+    let mut sync = BackgroundSync::new();
+    let result = run(init, requested, env, &mut sync);
+    // The outcome is reported once the files written are on disk.
+    sync.wait();
     match &result {
         Ok(()) => {
             tracing::info!("ConfigSets completed");
@@ -83,7 +87,12 @@ pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<
     result
 }
 
-fn run(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
+fn run(
+    init: &Map<String, Value>,
+    requested: &[String],
+    env: &Environment<'_>,
+    sync: &mut BackgroundSync,
+) -> Result<(), BuildError> {
     // Every configSet is checked and every config it names must be an object before
     // anything runs, as in the reference.
     let sets = configsets::resolve(init)?;
@@ -114,14 +123,19 @@ fn run(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -
             tracing::info!("Running config {config_name}");
             cmd_log(&"+".repeat(60));
             cmd_log(&format!("Config {config_name}"));
-            run_config(config_name, config, env)
+            run_config(config_name, config, env, sync)
                 .map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
     }
     Ok(())
 }
 
-fn run_config(name: &str, config: &Map<String, Value>, env: &Environment<'_>) -> Result<(), String> {
+fn run_config(
+    name: &str,
+    config: &Map<String, Value>,
+    env: &Environment<'_>,
+    sync: &mut BackgroundSync,
+) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
     let present = |section: &str| config.get(section).is_some_and(crate::boolish::is_truthy);
     if present("packages") {
@@ -149,7 +163,7 @@ fn run_config(name: &str, config: &Map<String, Value>, env: &Environment<'_>) ->
     }
     if present("files") {
         let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
-        changes.files = files::apply(name, &entries, env)?;
+        changes.files = files::apply(name, &entries, env, sync)?;
     } else {
         tracing::debug!("No files specified");
     }

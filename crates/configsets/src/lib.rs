@@ -10,6 +10,7 @@ pub mod boolish;
 pub mod changes;
 pub mod commands;
 pub mod configsets;
+pub mod durable;
 pub mod engine;
 pub mod files;
 pub mod groups;
