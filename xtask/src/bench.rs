@@ -3,6 +3,12 @@
 //! interleaved with another implementation of the same tools, with the issue's targets
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
+//! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6).
+//!
+//! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
+//! minutes (a poll a second) to show its memory stays flat; it works in
+//! `target/bench-hup`, so it can run beside an ordinary `cargo xtask bench`.
+//!
 //! Every workload runs as whole processes: wall time from spawn to reap, CPU time
 //! (user+sys) and peak resident memory from the child's `wait4` rusage (which includes
 //! the children it reaped, e.g. the shells of cfn-init's commands). Warm-up runs first,
@@ -47,16 +53,29 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// Pause after cleaning a workload's output (and before each floor batch).
 pub const SETTLE: Duration = Duration::from_millis(100);
 
-pub const USAGE: &str = "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick]";
+pub const USAGE: &str =
+    "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
+
+/// The workloads' ids, for `--only`.
+const WORKLOAD_IDS: [&str; 10] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6"];
 
 struct Options {
     vs: Option<String>,
     runs: usize,
     quick: bool,
+    hup_minutes: Option<u64>,
+    /// Only these workloads (all when empty).
+    only: Vec<String>,
+}
+
+impl Options {
+    fn runs_workload(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == id)
+    }
 }
 
 fn parse(args: &[String]) -> Result<Options> {
-    let mut options = Options { vs: None, runs: 0, quick: false };
+    let mut options = Options { vs: None, runs: 0, quick: false, hup_minutes: None, only: Vec::new() };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -69,6 +88,23 @@ fn parse(args: &[String]) -> Result<Options> {
                 }
             }
             "--quick" => options.quick = true,
+            "--only" => {
+                let ids = it.next().ok_or_else(|| anyhow::anyhow!("--only needs workload ids"))?;
+                for id in ids.split(',') {
+                    if !WORKLOAD_IDS.contains(&id) {
+                        bail!("--only: no workload {id:?} (the workloads: {})", WORKLOAD_IDS.join(", "));
+                    }
+                    options.only.push(id.to_string());
+                }
+            }
+            "--hup-minutes" => {
+                let m = it.next().ok_or_else(|| anyhow::anyhow!("--hup-minutes needs a number"))?;
+                match m.parse() {
+                    Ok(m) if m >= 1 => options.hup_minutes = Some(m),
+                    _ => bail!("--hup-minutes: not a whole number of minutes, at least 1: {m}"),
+                }
+                options.only = vec!["6".into()];
+            }
             other => bail!("unknown argument {other}\nusage: {USAGE}"),
         }
     }
@@ -399,7 +435,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     // First, while single-threaded.
     let namespaced = private_system_dirs()?;
     let root = workspace();
-    let bench = root.join("target/bench");
+    let bench = root.join(if options.hup_minutes.is_some() { "target/bench-hup" } else { "target/bench" });
     let ctx_dirs = ["bin", "work", "out", "state/log", "state/lib", "state/run"];
     let _ = std::fs::remove_dir_all(bench.join("work"));
     let _ = std::fs::remove_dir_all(bench.join("state"));
@@ -484,7 +520,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         args.extend(keys.iter().cloned());
         args
     };
-    let workloads = vec![
+    let mut workloads = vec![
         Workload {
             id: "1",
             title: "cfn-init FILE: 3 files (1 Mustache), 2 commands".into(),
@@ -578,6 +614,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             clean: None,
         },
     ];
+    workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
     let mut floor_samples = floor::Samples::new(&floor_program, &ctx.work.join("floor"), &ctx.out.join("floor"), 1000);
     let mut outcomes = Vec::new();
@@ -592,9 +629,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let hup_settings = hup::Settings {
         polls: if options.quick { 5 } else { 20 },
         idle_window: Duration::from_secs(if options.quick { 6 } else { 20 }),
+        polls_for: options.hup_minutes.map(|m| Duration::from_secs(m * 60)),
     };
     let mut hup_results = Vec::new();
-    for imp in &impls {
+    for imp in impls.iter().filter(|_| options.runs_workload("6")) {
         eprintln!("bench: 6 cfn-hup daemon ({})", imp.label);
         hup_results.push((imp.label, hup::measure(&ctx, imp, &hup_settings)));
     }
@@ -631,6 +669,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             "load_average_after": load_after,
         },
         "options": {"runs": options.runs, "heavy_runs": heavy, "warmup": warmup, "quick": options.quick,
+                    "hup_minutes": options.hup_minutes, "only": options.only,
                     "vs": options.vs, "vs_convention": "PREFIX split on whitespace; the tool name is appended to the \
                     last word, or is a separate argument when PREFIX ends with whitespace"},
         "implementations": impls.iter().map(|imp| json!({"label": imp.label, "cfn_init_argv": imp.argv("cfn-init")})).collect::<Vec<_>>(),
@@ -927,6 +966,23 @@ impl Report<'_> {
                     n("polls", "rss_kib_after_last_poll"),
                     v["polls"]["note"].as_str().map(|s| format!(" ({s})")).unwrap_or_default()
                 );
+                let minutes = v["polls"]["rss_kib_by_minute"].as_array().map_or(&[][..], Vec::as_slice);
+                if minutes.len() > 2 {
+                    // Every tenth minute (and the last) of a long run.
+                    let shown: Vec<String> = minutes
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| i % 10 == 0 || *i == minutes.len() - 1)
+                        .map(|(_, m)| format!("{} min {} KiB", m[0], fmt_num(m[1].as_f64().unwrap_or(f64::NAN))))
+                        .collect();
+                    let _ = writeln!(
+                        t,
+                        "         RSS over {} s: {}; highest {} KiB",
+                        n("polls", "seconds"),
+                        shown.join(", "),
+                        n("polls", "rss_kib_max")
+                    );
+                }
             }
         }
 

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 pub struct Settings {
     pub polls: usize,
     pub idle_window: Duration,
+    /// When set, the polls phase runs this long instead of for `polls` polls (the
+    /// "flat over an hour" check).
+    pub polls_for: Option<Duration>,
 }
 
 /// Writes the configuration directory (cfn-hup.conf + hooks.d) and the credential file.
@@ -162,29 +165,53 @@ fn start(ctx: &Context, imp: &Implementation, dir: &Path, short_interval: bool) 
     }
 }
 
-/// Number of answered DescribeStackResource requests in the emulator's journal.
-fn polls_answered(ctx: &Context) -> Result<usize> {
-    let body = ureq::get(&format!("{}/_emu/requests?action=DescribeStackResource", ctx.url))
-        .call()?
-        .body_mut()
-        .read_to_string()?;
-    let entries: Vec<Value> = serde_json::from_str(&body)?;
-    Ok(entries.iter().filter(|e| !e["status"].is_null()).count())
+/// Counts the answered DescribeStackResource requests in the emulator's journal. It
+/// reads only the entries after the last one counted, so an hour of polls costs the
+/// emulator no more per check than the first minute.
+struct PollCounter {
+    since: u64,
+    answered: usize,
 }
 
-fn clear_journal(ctx: &Context) -> Result<()> {
-    ureq::delete(&format!("{}/_emu/requests", ctx.url)).call()?;
-    Ok(())
+impl PollCounter {
+    /// Clears the journal and starts counting from zero.
+    fn start(ctx: &Context) -> Result<PollCounter> {
+        ureq::delete(&format!("{}/_emu/requests", ctx.url)).call()?;
+        Ok(PollCounter { since: 0, answered: 0 })
+    }
+
+    fn answered(&mut self, ctx: &Context) -> Result<usize> {
+        let body = ureq::get(&format!("{}/_emu/requests?action=DescribeStackResource&since={}", ctx.url, self.since))
+            .call()?
+            .body_mut()
+            .read_to_string()?;
+        let entries: Vec<Value> = serde_json::from_str(&body)?;
+        // Entries are in order; one still waiting for its answer is read again next time.
+        for entry in &entries {
+            if entry["status"].is_null() {
+                break;
+            }
+            self.answered += 1;
+            self.since = entry["seq"].as_u64().unwrap_or(self.since);
+        }
+        Ok(self.answered)
+    }
 }
 
 /// Waits until more than `seen` polls have been answered (or the deadline passes), then
 /// lets the daemon finish processing the answer.
-fn wait_poll(ctx: &Context, daemon: &Daemon, seen: usize, deadline: Instant) -> Result<Option<usize>> {
+fn wait_poll(
+    ctx: &Context,
+    counter: &mut PollCounter,
+    daemon: &Daemon,
+    seen: usize,
+    deadline: Instant,
+) -> Result<Option<usize>> {
     while Instant::now() < deadline {
         if !daemon.alive() {
             bail!("the daemon (pid {}) exited", daemon.pid);
         }
-        let n = polls_answered(ctx)?;
+        let n = counter.answered(ctx)?;
         if n > seen {
             std::thread::sleep(Duration::from_millis(150));
             return Ok(Some(n));
@@ -195,9 +222,9 @@ fn wait_poll(ctx: &Context, daemon: &Daemon, seen: usize, deadline: Instant) -> 
 }
 
 fn idle_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settings) -> Result<Value> {
-    clear_journal(ctx)?;
+    let mut counter = PollCounter::start(ctx)?;
     let daemon = start(ctx, imp, dir, false)?;
-    let Some(_) = wait_poll(ctx, &daemon, 0, Instant::now() + Duration::from_secs(30))? else {
+    let Some(_) = wait_poll(ctx, &mut counter, &daemon, 0, Instant::now() + Duration::from_secs(30))? else {
         bail!("no first poll within 30 s");
     };
     let (cpu0, rss0, _) = daemon.usage()?;
@@ -205,7 +232,7 @@ fn idle_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settin
     std::thread::sleep(settings.idle_window);
     let (cpu1, rss1, hwm) = daemon.usage()?;
     let window = start.elapsed().as_secs_f64();
-    let polls = polls_answered(ctx)?;
+    let polls = counter.answered(ctx)?;
     daemon.stop();
     let per_minute = (cpu1 - cpu0) * 60.0 / window;
     Ok(json!({
@@ -220,21 +247,32 @@ fn idle_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settin
 }
 
 fn polls_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settings) -> Result<Value> {
-    clear_journal(ctx)?;
+    let mut counter = PollCounter::start(ctx)?;
     let daemon = start(ctx, imp, dir, true)?;
-    let Some(mut seen) = wait_poll(ctx, &daemon, 0, Instant::now() + Duration::from_secs(30))? else {
+    let Some(mut seen) = wait_poll(ctx, &mut counter, &daemon, 0, Instant::now() + Duration::from_secs(30))? else {
         bail!("no first poll within 30 s");
     };
+    let started = Instant::now();
     let (cpu_first, rss_first, _) = daemon.usage()?;
     let (mut cpu_prev, mut per_poll, mut rss, mut hwm) = (cpu_first, Vec::new(), vec![rss_first], f64::NAN);
+    // (minutes since the first poll, RSS KiB), one sample per minute.
+    let mut by_minute = vec![(0u64, rss_first)];
     let first_seen = seen;
     let mut note = None;
-    while seen - first_seen < settings.polls {
-        match wait_poll(ctx, &daemon, seen, Instant::now() + Duration::from_secs(5))? {
+    let more = |seen: usize| match settings.polls_for {
+        Some(duration) => started.elapsed() < duration,
+        None => seen - first_seen < settings.polls,
+    };
+    while more(seen) {
+        match wait_poll(ctx, &mut counter, &daemon, seen, Instant::now() + Duration::from_secs(5))? {
             Some(n) => {
                 let (cpu, now, h) = daemon.usage()?;
                 per_poll.push((cpu - cpu_prev) / (n - seen) as f64);
                 rss.push(now);
+                let minute = started.elapsed().as_secs() / 60;
+                if by_minute.last().is_some_and(|(m, _)| *m < minute) {
+                    by_minute.push((minute, now));
+                }
                 (cpu_prev, hwm, seen) = (cpu, h, n);
             }
             None => {
@@ -247,6 +285,7 @@ fn polls_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Setti
     let polls = seen - first_seen;
     Ok(json!({
         "polls": polls,
+        "seconds": r3(started.elapsed().as_secs_f64()),
         "note": note,
         "cpu_ms_per_poll": if polls > 0 { r3((cpu_prev - cpu_first) / polls as f64) } else { Value::Null },
         "cpu_ms_per_poll_spread": if polls > 0 { Stats::of(&per_poll).json() } else { Value::Null },
@@ -254,6 +293,8 @@ fn polls_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Setti
         "rss_kib_after_middle_poll": r3(rss[rss.len() / 2]),
         "rss_kib_after_last_poll": r3(rss[rss.len() - 1]),
         "rss_kib_after_each_poll": rss.iter().map(|k| r3(*k)).collect::<Vec<_>>(),
+        "rss_kib_by_minute": by_minute.iter().map(|(m, k)| json!([m, r3(*k)])).collect::<Vec<_>>(),
+        "rss_kib_max": r3(rss.iter().copied().fold(f64::NAN, f64::max)),
         "hwm_kib": r3(hwm),
     }))
 }
