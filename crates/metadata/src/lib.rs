@@ -14,6 +14,7 @@ pub mod http;
 pub mod imds;
 pub mod keypath;
 pub mod paths;
+pub mod presigned;
 pub mod proxy;
 pub mod pyjson;
 pub mod retry;

@@ -3,48 +3,26 @@
 //! reference's generic HTTP rules.
 
 use crate::Status;
-use base64::Engine;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use cfn_metadata::http::{self, HttpClient, TransportError};
+use cfn_metadata::http::{self, HttpClient};
+use cfn_metadata::presigned;
 use cfn_metadata::pyjson;
-use cfn_metadata::retry::{self, Policy, Verdict};
+use cfn_metadata::retry::Policy;
+
+pub use cfn_metadata::presigned::{PutError as SignalError, http_verdict};
 
 /// The reason sent with a FAILURE signal when none was given (SIG-06).
 pub const DEFAULT_FAILURE_REASON: &str = "Configuration failed.";
-
-/// The longest part of an error answer shown to the user; S3 errors are a few hundred
-/// bytes, but a proxy's HTML error page should not flood a terminal or a log line.
-const MAX_ERROR_BODY_CHARS: usize = 1000;
 
 /// SIG-05: neither a URL nor the base64 encoding of one. Shows the argument as given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Invalid WaitConditionHandle URL specified: {0}")]
 pub struct InvalidHandleUrl(pub String);
 
-fn is_http_url(text: &str) -> bool {
-    // Case-sensitive, as the reference matches it: `HTTPS://…` is not taken as a URL.
-    text.starts_with("http://") || text.starts_with("https://")
-}
-
 /// SIG-05: the handle URL from the command-line argument — used as it is when it starts
 /// with `http://` or `https://`, otherwise base64-decoded (leniently, like Python's
-/// decoder: characters outside the alphabet and missing padding are ignored) and then
-/// required to be such a URL.
+/// decoder) and then required to be such a URL.
 pub fn handle_url(argument: &str) -> Result<String, InvalidHandleUrl> {
-    if is_http_url(argument) {
-        return Ok(argument.to_string());
-    }
-    let invalid = || InvalidHandleUrl(argument.to_string());
-    let alphabet: String = argument.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/')).collect();
-    let lenient = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        GeneralPurposeConfig::new()
-            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
-            .with_decode_allow_trailing_bits(true),
-    );
-    let decoded = lenient.decode(alphabet.as_bytes()).map_err(|_| invalid())?;
-    let url = String::from_utf8(decoded).map_err(|_| invalid())?;
-    if is_http_url(&url) { Ok(url) } else { Err(invalid()) }
+    presigned::decode_url(argument).map_err(|_| InvalidHandleUrl(argument.to_string()))
 }
 
 /// What a WaitConditionHandle signal carries (SIG-06).
@@ -76,100 +54,24 @@ impl WaitConditionSignal {
     }
 }
 
-/// Why a WaitConditionHandle signal was not delivered. Shown after
-/// `Error signaling CloudFormation: `, always on one line.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SignalError {
-    /// An HTTP error answer, shown as the reference shows it
-    /// (`[Errno 403] HTTP Error 403 : <body>`) so that scripts matching it still work;
-    /// the body is folded onto one line and shortened.
-    #[error("[Errno {status}] HTTP Error {status} :{}", spaced(body))]
-    Http { status: u16, body: String },
-    /// No answer at all; `endpoint` is the URL's scheme and host only, because the
-    /// rest of a presigned URL is a credential.
-    #[error("Could not reach {endpoint}: {source}")]
-    Transport { endpoint: String, source: TransportError },
-}
-
-/// ` body`, or nothing for an empty body (no trailing space).
-fn spaced(body: &str) -> String {
-    if body.is_empty() { String::new() } else { format!(" {body}") }
-}
-
-impl SignalError {
-    /// SIG-09 with the generic rules of SPEC §5.4.
-    pub fn verdict(&self) -> Verdict {
-        match self {
-            SignalError::Http { status, .. } => http_verdict(*status),
-            SignalError::Transport { source, .. } if source.permanent => Verdict::Terminal,
-            SignalError::Transport { .. } => Verdict::Retriable,
-        }
-    }
-}
-
-/// The reference's generic HTTP classification (SPEC §5.4): 503 is "slow down" and
-/// keeps being retried within the throttling budget; any other status below 500 is
-/// the caller's mistake and final, except 404 and 408, which can be transient (an S3
-/// object not visible yet, a timeout); 500 and above are retried.
-pub fn http_verdict(status: u16) -> Verdict {
-    match status {
-        503 => Verdict::Throttled,
-        404 | 408 => Verdict::Retriable,
-        s if s < 500 => Verdict::Terminal,
-        _ => Verdict::Retriable,
-    }
-}
-
-/// An error body on one line: lines trimmed and joined by a space, then shortened.
-fn one_line(text: &str) -> String {
-    let joined = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
-    let cleaned: String = joined.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if cleaned.chars().count() > MAX_ERROR_BODY_CHARS {
-        let cut: String = cleaned.chars().take(MAX_ERROR_BODY_CHARS).collect();
-        format!("{cut}...")
-    } else {
-        cleaned
-    }
-}
-
 /// Sends `signal` to the handle `url` (SIG-06, SIG-09): a PUT with an empty
-/// `Content-Type` header — the presigned URL was signed for an empty content type, so
-/// any other value (or a client's default) would break its signature — retried with
-/// `policy` (the reference's 5 tries with back-off; 4xx final; 503 bounded by the
-/// throttling budget; every attempt bounded by the client's timeout).
+/// `Content-Type` header, retried with `policy` (the reference's 5 tries with back-off;
+/// 4xx final; 503 bounded by the throttling budget; every attempt bounded by the
+/// client's timeout).
 pub fn send(http: &HttpClient, url: &str, signal: &WaitConditionSignal, policy: &Policy) -> Result<(), SignalError> {
-    let endpoint = match http::split_url(url) {
-        Ok(parts) => format!("{}://{}", parts.scheme, parts.netloc),
-        Err(source) => return Err(SignalError::Transport { endpoint: "the WaitConditionHandle URL".into(), source }),
-    };
-    let body = signal.body();
-    let headers = [("Content-Type", String::new())];
     tracing::debug!(
         "Signaling WaitConditionHandle {} with unique ID {} and status {}",
         http::redact_url(url),
         signal.unique_id,
         signal.status
     );
-    retry::run(
-        policy,
-        "WaitConditionHandle signal",
-        || {
-            let response = http
-                .send("PUT", url, &headers, Some(body.as_bytes()))
-                .map_err(|source| SignalError::Transport { endpoint: endpoint.clone(), source })?;
-            if response.is_success() {
-                Ok(())
-            } else {
-                Err(SignalError::Http { status: response.status, body: one_line(&response.text()) })
-            }
-        },
-        SignalError::verdict,
-    )
+    presigned::put(http, url, &signal.body(), policy, "WaitConditionHandle signal")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpListener;
     use std::sync::{Arc, Mutex};
@@ -237,40 +139,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn http_statuses_are_classified_like_the_reference() {
-        assert_eq!(http_verdict(503), Verdict::Throttled);
-        for status in [400, 401, 403, 405, 409, 410, 412, 429, 301, 302] {
-            assert_eq!(http_verdict(status), Verdict::Terminal, "{status}");
-        }
-        for status in [404, 408, 500, 502, 504, 599] {
-            assert_eq!(http_verdict(status), Verdict::Retriable, "{status}");
-        }
-        let refused = SignalError::Transport { endpoint: "http://h".into(), source: TransportError::new("refused") };
-        assert_eq!(refused.verdict(), Verdict::Retriable);
-        let bad_ca = SignalError::Transport { endpoint: "https://h".into(), source: TransportError::config("bad CA") };
-        assert_eq!(bad_ca.verdict(), Verdict::Terminal);
-    }
-
-    #[test]
-    fn errors_read_on_one_line() {
-        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\r\n  <Message>Access Denied</Message></Error>\n";
-        let error = SignalError::Http { status: 403, body: one_line(body) };
-        assert_eq!(
-            error.to_string(),
-            "[Errno 403] HTTP Error 403 : <?xml version=\"1.0\" encoding=\"UTF-8\"?> <Error><Code>AccessDenied</Code> <Message>Access Denied</Message></Error>"
-        );
-        assert_eq!(SignalError::Http { status: 500, body: one_line("") }.to_string(), "[Errno 500] HTTP Error 500 :");
-        let long = one_line(&"x".repeat(5000));
-        assert_eq!(long.len(), MAX_ERROR_BODY_CHARS + 3);
-        assert!(!one_line("a\tb\u{7}c").contains(|c: char| c.is_control()));
-        let transport = SignalError::Transport {
-            endpoint: "http://127.0.0.1:9".into(),
-            source: TransportError::new("Connection refused (os error 111)"),
-        };
-        assert_eq!(transport.to_string(), "Could not reach http://127.0.0.1:9: Connection refused (os error 111)");
-    }
-
     /// A server answering each request with the next status of `statuses`, recording
     /// the raw request heads and bodies.
     fn serve(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -334,30 +202,5 @@ mod tests {
         assert_eq!(content_types.len(), 1, "{request}");
         assert_eq!(content_types[0].split_once(':').unwrap().1.trim(), "", "{request}");
         assert!(request.ends_with(&format!("\r\n\r\n{}", signal.body())), "{request}");
-    }
-
-    #[test]
-    fn client_errors_are_final_and_server_errors_are_retried() {
-        let signal = WaitConditionSignal::new(Status::Success, "", "", "id");
-        let (url, seen) = serve(vec![403]);
-        let error = send(&client(), &url, &signal, &quick()).unwrap_err();
-        assert_eq!(error.to_string(), "[Errno 403] HTTP Error 403 : <Error>403</Error>");
-        assert_eq!(seen.lock().unwrap().len(), 1);
-
-        let (url, seen) = serve(vec![500, 404, 503, 200]);
-        send(&client(), &url, &signal, &quick()).unwrap();
-        assert_eq!(seen.lock().unwrap().len(), 4);
-
-        let (url, seen) = serve(vec![502; 5]);
-        let error = send(&client(), &url, &signal, &quick()).unwrap_err();
-        assert_eq!(error.to_string(), "[Errno 502] HTTP Error 502 : <Error>502</Error>");
-        assert_eq!(seen.lock().unwrap().len(), 5);
-    }
-
-    #[test]
-    fn a_url_the_client_cannot_use_is_not_retried() {
-        let signal = WaitConditionSignal::new(Status::Success, "", "", "id");
-        let error = send(&client(), "http://", &signal, &quick()).unwrap_err();
-        assert_eq!(error.verdict(), Verdict::Terminal, "{error}");
     }
 }
