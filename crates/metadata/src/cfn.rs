@@ -1,4 +1,4 @@
-//! The CloudFormation query API as the reference speaks it (API-01, API-02, API-07):
+//! The CloudFormation query API as the reference speaks it (API-01, API-02, API-05, API-07):
 //! GET requests with the parameters in the query string and `ContentType=JSON`, answers
 //! in JSON, errors as `{"Error": {"Code", "Message", "Type"}}`. One small client serves
 //! every action the tools need, including the listener and command actions that no SDK
@@ -106,6 +106,30 @@ impl CloudFormation {
             true,
         )
         .map(drop)
+    }
+
+    /// ElectCommandLeader (API-05): which listener runs a singleton command invocation.
+    /// The service answers with the leader's listener id. Signed with the instance
+    /// identity, the request leaves out `ListenerId`, which the service derives from
+    /// the identity, as the reference does.
+    pub fn elect_command_leader(
+        &self,
+        stack: &str,
+        command: &str,
+        invocation: &str,
+        listener: &str,
+    ) -> Result<String, Error> {
+        let action = "ElectCommandLeader";
+        let mut params = vec![("StackName", stack), ("CommandName", command), ("InvocationId", invocation)];
+        if matches!(self.signer, Signer::SigV4(_)) {
+            params.push(("ListenerId", listener));
+        }
+        let answer = self.call(action, &params, false)?;
+        answer
+            .pointer("/ElectCommandLeaderResponse/ElectCommandLeaderResult/ListenerId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no ListenerId in the answer".into() })
     }
 
     /// Calls an action with retries and returns the decoded JSON answer. The reference

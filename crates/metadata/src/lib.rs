@@ -1,5 +1,5 @@
 //! Everything that talks to AWS for the cfn-* tools: credentials and signing, the
-//! instance metadata service, the CloudFormation API with the reference's retry rules,
+//! instance metadata service, the CloudFormation and SQS APIs with the reference's retry rules,
 //! proxies and trust store, metadata sources and key paths.
 //!
 //! Libraries never print; they return typed errors and emit `tracing` events that the
@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod cfn;
+pub mod command;
 pub mod credentials;
 pub mod download;
 pub mod endpoint;
@@ -21,6 +22,7 @@ pub mod retry;
 pub mod s3url;
 pub mod sigv4;
 pub mod source;
+pub mod sqs;
 pub mod tls;
 
 use std::sync::Arc;

@@ -29,6 +29,10 @@ impl Policy {
     /// CloudFormation calls, downloads and signals: 5 tries.
     pub const API: Policy =
         Policy { max_tries: 5, throttled_budget: Duration::from_secs(600), sleep: std::thread::sleep };
+    /// SQS SendMessage: 25 tries (SPEC §5.4), the longest schedule of all (about seven
+    /// minutes of back-off at most).
+    pub const SQS_SEND: Policy =
+        Policy { max_tries: 25, throttled_budget: Duration::from_secs(600), sleep: std::thread::sleep };
     /// Instance metadata: 10 tries, used only once the service has answered at all.
     pub const IMDS: Policy = Policy { max_tries: 10, throttled_budget: Duration::ZERO, sleep: std::thread::sleep };
 }

@@ -1,0 +1,226 @@
+//! SQS over the query protocol, API version 2012-11-05 (API-06): the `SendMessage` that
+//! cfn-send-cmd-result uses to return a command's result (CMDT-02). Requests are POSTed
+//! form-encoded to the queue URL as given (EP-06: no rewriting to legacy host names),
+//! signed with SigV4 for service `sqs` (CRED-04), answered in XML, and retried by the
+//! reference's rules for SQS errors (NET-03).
+//!
+//! The signing region comes from the queue URL (`sqs.<region>.amazonaws.com`,
+//! `<region>.queue.amazonaws.com`, `queue.amazonaws.com` = us-east-1). The reference
+//! always signed for us-east-1 (BUG-SQSREGION), which fails for queues elsewhere; only
+//! a URL that names no region (a private endpoint, a test server) still gets us-east-1.
+
+use crate::credentials::Credentials;
+use crate::http::{self, HttpClient, TransportError};
+use crate::retry::{self, Policy, Verdict};
+use crate::sigv4;
+use chrono::Utc;
+
+pub const API_VERSION: &str = "2012-11-05";
+/// The region signed for when the queue URL names none (the reference's only region).
+pub const FALLBACK_REGION: &str = "us-east-1";
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// An error answer, shown as `<Code>: <Message>`.
+    #[error("{code}: {message}")]
+    Remote { status: u16, code: String, message: String, sender_fault: bool },
+    #[error("Could not reach {endpoint}: {source}")]
+    Transport { endpoint: String, source: TransportError },
+    #[error("Unexpected answer to {action}: {reason}")]
+    Malformed { action: String, reason: String },
+}
+
+impl Error {
+    /// As for CloudFormation (SPEC §5.4, SQS extractor): 503 and the throttling and key
+    /// propagation codes are throttling, `Sender` faults are final, the rest is retried.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Error::Remote { status, code, sender_fault, .. } => {
+                if *status == 503
+                    || matches!(code.as_str(), "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId")
+                {
+                    Verdict::Throttled
+                } else if *sender_fault {
+                    Verdict::Terminal
+                } else {
+                    Verdict::Retriable
+                }
+            }
+            Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
+            Error::Transport { .. } => Verdict::Retriable,
+            Error::Malformed { .. } => Verdict::Terminal,
+        }
+    }
+}
+
+/// The region a queue URL belongs to, when its host names one.
+pub fn queue_region(queue_url: &str) -> Option<String> {
+    let host = http::split_url(queue_url).ok()?.host.to_ascii_lowercase();
+    let labels: Vec<&str> = host.split('.').collect();
+    if host == "queue.amazonaws.com" {
+        return Some("us-east-1".into());
+    }
+    let after_sqs = labels.iter().position(|l| *l == "sqs").and_then(|i| labels.get(i + 1));
+    let before_queue = labels.iter().position(|l| *l == "queue").filter(|i| *i > 0).map(|i| labels[i - 1]);
+    after_sqs.copied().or(before_queue).filter(|l| is_region(l)).map(str::to_string)
+}
+
+/// `us-east-1`, `ap-southeast-2`, `us-gov-west-1`, `cn-north-1`: letters, dashes, a number.
+fn is_region(label: &str) -> bool {
+    let mut parts = label.split('-');
+    let first = parts.next().unwrap_or("");
+    let rest: Vec<&str> = parts.collect();
+    first.len() == 2
+        && first.bytes().all(|b| b.is_ascii_lowercase())
+        && rest.len() >= 2
+        && rest.last().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && rest[..rest.len() - 1].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+}
+
+/// An SQS client for one set of keys (a listener's temporary credentials).
+pub struct Sqs {
+    credentials: Credentials,
+    http: HttpClient,
+    retry: Policy,
+}
+
+impl Sqs {
+    pub fn new(credentials: Credentials, http: HttpClient) -> Self {
+        Sqs { credentials, http, retry: Policy::SQS_SEND }
+    }
+
+    pub fn with_retry(mut self, retry: Policy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// SendMessage: puts `body` on the queue; returns the new message's id.
+    pub fn send_message(&self, queue_url: &str, body: &str) -> Result<String, Error> {
+        let action = "SendMessage";
+        let form = vec![
+            ("Action".to_string(), action.to_string()),
+            ("MessageBody".to_string(), body.to_string()),
+            ("Version".to_string(), API_VERSION.to_string()),
+        ];
+        let answer = retry::run(&self.retry, action, || self.attempt(queue_url, &form), Error::verdict)?;
+        xml_element(&answer, "MessageId")
+            .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no MessageId in the answer".into() })
+    }
+
+    /// One signed POST of `form` to the queue; the answer's text on success.
+    fn attempt(&self, queue_url: &str, form: &[(String, String)]) -> Result<String, Error> {
+        let endpoint = http::redact_url(queue_url);
+        let transport = |source| Error::Transport { endpoint: endpoint.clone(), source };
+        let parts = http::split_url(queue_url).map_err(transport)?;
+        let (path, query) = match parts.path_and_query.split_once('?') {
+            Some((path, query)) => (path.to_string(), query.to_string()),
+            None => (parts.path_and_query.clone(), String::new()),
+        };
+        if !query.is_empty() {
+            let reason = "a queue URL has no query string".to_string();
+            return Err(Error::Transport { endpoint, source: TransportError::config(reason) });
+        }
+        let payload = sigv4::canonical_query(form);
+        let region = queue_region(queue_url).unwrap_or_else(|| FALLBACK_REGION.to_string());
+        let mut headers: Vec<(&str, String)> =
+            vec![("Accept", "application/xml".into()), ("Content-Type", "application/x-www-form-urlencoded".into())];
+        let request = sigv4::Request {
+            method: "POST",
+            host: &parts.netloc,
+            path: &path,
+            query: &[],
+            headers: &headers,
+            payload: payload.as_bytes(),
+        };
+        let signed =
+            sigv4::sign(&request, &self.credentials, &sigv4::Scope { region: &region, service: "sqs" }, Utc::now());
+        headers.extend(signed);
+        headers.push(("Host", parts.netloc.clone()));
+        tracing::debug!("Calling SendMessage at {endpoint} (signed for {region})");
+        let response = self.http.send("POST", queue_url, &headers, Some(payload.as_bytes())).map_err(transport)?;
+        let text = response.text();
+        if response.is_success() {
+            return Ok(text);
+        }
+        Err(remote_error(response.status, &text))
+    }
+}
+
+/// SQS's XML error (`<ErrorResponse><Error><Type/><Code/><Message/></Error>`); an
+/// unreadable body is a retriable `Unknown` error, as in the reference.
+fn remote_error(status: u16, text: &str) -> Error {
+    match xml_element(text, "Code") {
+        Some(code) => Error::Remote {
+            status,
+            code,
+            message: xml_element(text, "Message").unwrap_or_default(),
+            sender_fault: xml_element(text, "Type").as_deref() == Some("Sender"),
+        },
+        None => {
+            let snippet: String = text.trim().lines().next().unwrap_or("").chars().take(200).collect();
+            Error::Remote {
+                status,
+                code: "Unknown".into(),
+                message: format!("HTTP {status} {snippet}").trim_end().into(),
+                sender_fault: false,
+            }
+        }
+    }
+}
+
+/// Text of the first `<name>` element (with or without a namespace prefix), unescaped.
+fn xml_element(text: &str, name: &str) -> Option<String> {
+    let open = [format!("<{name}>"), format!(":{name}>")];
+    let (start, tag) = open.iter().filter_map(|t| text.find(t.as_str()).map(|i| (i, t.len()))).min()?;
+    let start = start + tag;
+    let end = text[start..].find("</").map(|i| i + start)?;
+    let raw = text[start..end].trim();
+    Some(
+        raw.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_come_from_the_queue_url() {
+        let cases = [
+            ("https://sqs.eu-west-1.amazonaws.com/123/q", Some("eu-west-1")),
+            ("https://eu-west-1.queue.amazonaws.com/123/q", Some("eu-west-1")),
+            ("https://queue.amazonaws.com/123/q", Some("us-east-1")),
+            ("https://sqs.cn-north-1.amazonaws.com.cn/123/q", Some("cn-north-1")),
+            ("https://sqs.us-gov-west-1.amazonaws.com/123/q", Some("us-gov-west-1")),
+            ("https://SQS.AP-SOUTHEAST-2.amazonaws.com/1/q", Some("ap-southeast-2")),
+            ("https://vpce-1a2b.sqs.us-west-2.vpce.amazonaws.com/1/q", Some("us-west-2")),
+            ("http://127.0.0.1:5000/123456789012/q", None),
+            ("https://sqs.amazonaws.com/1/q", None),
+            ("not a url", None),
+        ];
+        for (url, region) in cases {
+            assert_eq!(queue_region(url).as_deref(), region, "{url}");
+        }
+    }
+
+    #[test]
+    fn xml_errors_map_to_code_and_message() {
+        let body = r#"<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><Error><Type>Sender</Type><Code>AWS.SimpleQueueService.NonExistentQueue</Code><Message>The queue &quot;q&quot; does not exist.</Message></Error><RequestId>r</RequestId></ErrorResponse>"#;
+        let e = remote_error(400, body);
+        assert_eq!(e.to_string(), r#"AWS.SimpleQueueService.NonExistentQueue: The queue "q" does not exist."#);
+        assert_eq!(e.verdict(), Verdict::Terminal);
+        let throttled = remote_error(403, "<Error><Type>Sender</Type><Code>InvalidClientTokenId</Code></Error>");
+        assert_eq!(throttled.verdict(), Verdict::Throttled);
+        let server = remote_error(500, "<Error><Type>Receiver</Type><Code>InternalError</Code></Error>");
+        assert_eq!(server.verdict(), Verdict::Retriable);
+        let unreadable = remote_error(502, "<html>Bad Gateway</html>\nmore");
+        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
+        assert_eq!(unreadable.verdict(), Verdict::Retriable);
+        assert_eq!(xml_element("<a:MessageId> m-1 </a:MessageId>", "MessageId").as_deref(), Some("m-1"));
+    }
+}
