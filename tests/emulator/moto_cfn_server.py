@@ -12,11 +12,14 @@ Usage (needs `pip install 'moto[server]'`, tested with moto 5.2.5 / Python 3.11)
     CloudFormation endpoint : http://127.0.0.1:PORT/          (Query API, GET or POST)
     S3 / EC2 / IAM / ...    : http://127.0.0.1:PORT/          (plain moto, path-style S3)
     IMDS (v1 + v2)          : http://127.0.0.1:PORT/latest/... (and on --imds-host/--imds-port)
+    SQS (query protocol)    : http://127.0.0.1:PORT/<account>/<queue>  (plain moto, SigV4 "sqs")
     Wait-condition handles  : http://127.0.0.1:PORT/_waitcondition/...  (PUT, presigned-style)
+    Command event handles   : http://127.0.0.1:PORT/_events/<anything>  (PUT, recorded)
     Test introspection      : GET /_emu/signals, GET /_emu/state, POST /_emu/imds (JSON body
                               overrides IMDS fields), GET /_emu/requests (request journal),
-                              GET|POST|DELETE /_emu/faults (fault injection), POST /_emu/reset
-                              (forget signals/tokens/journal/faults)
+                              GET|POST|DELETE /_emu/faults (fault injection), GET /_emu/events
+                              (command event PUTs), GET /_emu/leaders (command leaders),
+                              POST /_emu/reset (forget signals/tokens/journal/faults/events/leaders)
 
 What it adds on top of stock moto (everything else is passed to moto unchanged):
   * DescribeStackResource returns Metadata (template Metadata with Ref/Fn::* resolved by
@@ -46,6 +49,18 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     --imds-v2-required), meta-data tree with listings, placement/region, iam/info,
     iam/security-credentials/<role> (Code/Type/LastUpdated/Expiration), dynamic
     instance-identity document/signature/pkcs7, user-data.
+  * ElectCommandLeader (internal CloudFormation action of the command feature, unknown to
+    botocore and moto): the first listener to ask for a (stack, CommandName, InvocationId)
+    becomes its leader; every caller gets {"ListenerId": <leader>} back (XML or
+    ContentType=JSON). CFN_V1 callers send no ListenerId: their instance id is used. An unknown
+    stack is the ValidationError "Stack with id X does not exist". Leaders: GET /_emu/leaders.
+  * SQS is stock moto (query protocol, XML answers, namespace 2012-11-05), routed by the SigV4
+    scope "sqs"; moto reads query-protocol parameters only from a POST form, so a GET with the
+    parameters in the query string (ReceiveMessage/DeleteMessage as cfn-hup sends them) is
+    handed to moto as the equivalent POST after its signature has been checked.
+  * Command event handles: PUT /_events/<anything> is recorded (path, query, Content-Type,
+    User-Agent, body; GET /_emu/events) and answered 200 - the target of cfn-send-cmd-event.
+    It is journaled (kind "event") and path fault rules apply to it.
   * Optional SigV4 validation (--validate-sigv4): header and query (presigned) SigV4 is
     recomputed for every request with an Authorization header or X-Amz-Signature; unknown
     keys -> 403 InvalidClientTokenId, bad signature -> 403 SignatureDoesNotMatch, unsigned
@@ -53,7 +68,7 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     (default testing:testing) plus the IMDS role credentials (with their session token).
     CFN_V1 (instance identity) auth is accepted (its signature is not checked).
   * Test hooks: every request (CloudFormation, IMDS on both listeners, wait-condition PUTs,
-    other moto services) is journaled with its method, path, parameters, a few headers, the
+    command event PUTs, other moto services) is journaled with its method, path, parameters, a few headers, the
     time and the answer's status (GET /_emu/requests). POST /_emu/faults queues fault rules:
     the next `count` matching CloudFormation requests (by Action/StackName) or requests under
     a path prefix (e.g. /latest/ for IMDS) get the given error (rendered like real
@@ -93,7 +108,7 @@ from moto.moto_server.werkzeug_app import (
 CFN_NS = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
 LOCK = threading.RLock()
 CONFIG = {}  # filled by main()
-STATE = {"stacks": {}, "signals": [], "tokens": {}, "journal": [], "faults": []}
+STATE = {"stacks": {}, "signals": [], "tokens": {}, "journal": [], "faults": [], "leaders": {}, "events": []}
 SEQ = {"request": 0, "fault": 0}  # journal / fault-rule ids (never reset)
 
 
@@ -610,6 +625,25 @@ def act_signal_resource(region, params):
     return None
 
 
+def act_elect_command_leader(region, params):
+    """ElectCommandLeader (undocumented; used by cfn-hup command hooks and cfn-elect-cmd-leader):
+    the first listener to ask for a (stack, command, invocation) becomes its leader, and every
+    caller gets that leader's ListenerId back."""
+    need(params, "StackName", "CommandName", "InvocationId", "ListenerId")
+    stack = find_stack(region, params["StackName"], f"Stack with id {params['StackName']} does not exist")
+    key = (stack.stack_id, params["CommandName"], params["InvocationId"])
+    leader = STATE["leaders"].setdefault(key, params["ListenerId"])
+    return {"ListenerId": leader}
+
+
+def cfn_v1_document(auth):
+    """The instance identity document of a `CFN_V1 <base64 document>:<signature>` header, or {}."""
+    try:
+        return json.loads(base64.b64decode(auth.split()[1].split(":")[0]))
+    except Exception:
+        return {}
+
+
 def pre_update(region, params):
     stack = find_stack(region, params.get("StackName", ""), f"Stack [{params.get('StackName')}] does not exist")
     if stack.status.endswith("_IN_PROGRESS"):
@@ -887,6 +921,18 @@ FAULT_KEYS = {"path", "action", "stack", "method", "status", "code", "message", 
               "content_type", "count", "delay", "passthrough"}
 
 
+def event_put(environ, body):
+    """PUT /_events/<anything>: a command event handle (cfn-send-cmd-event). Records the
+    request (GET /_emu/events) and answers 200; other methods get 405."""
+    if environ.get("REQUEST_METHOD") != "PUT":
+        return 405, "text/plain", "only PUT"
+    STATE["events"].append({
+        "time": time.time(), "path": environ.get("PATH_INFO", "/"), "query": environ.get("QUERY_STRING", ""),
+        "content_type": environ.get("CONTENT_TYPE"), "user_agent": environ.get("HTTP_USER_AGENT"),
+        "body": body.decode("utf-8", "replace")})
+    return 200, "text/plain", ""
+
+
 def http_reason(code):
     try:
         return http.HTTPStatus(code).phrase
@@ -1030,11 +1076,28 @@ def imds_listener(environ, start_response):
 # ---------------------------------------------------------------------------
 # the WSGI front
 # ---------------------------------------------------------------------------
+# CloudFormation actions botocore does not model (internal to the command feature).
+EXTRA_CFN_ACTIONS = ("ElectCommandLeader",)
+
+
+def sqs_query_as_form(environ):
+    """moto reads SQS query-protocol parameters only from a form body: a GET with the
+    parameters in the query string (how cfn-hup's ReceiveMessage/DeleteMessage are sent)
+    is handed to moto as the equivalent POST. Called after signature validation."""
+    data = environ.get("QUERY_STRING", "").encode()
+    environ.update({"REQUEST_METHOD": "POST", "QUERY_STRING": "", "wsgi.input": io.BytesIO(data),
+                    "CONTENT_LENGTH": str(len(data)), "CONTENT_TYPE": "application/x-www-form-urlencoded"})
+    for k in ("REQUEST_URI", "RAW_URI"):
+        if k in environ:
+            environ[k] = environ[k].split("?", 1)[0]
+
+
 class CfnEmulator:
     def __init__(self):
         self.moto = DomainDispatcherApplication(create_backend_app)
         import botocore.session
         self.cfn_ops = set(botocore.session.get_session().get_service_model("cloudformation").operation_names)
+        self.cfn_ops |= set(EXTRA_CFN_ACTIONS)
 
     @staticmethod
     def _respond(start_response, code, ctype, body, extra=()):
@@ -1091,7 +1154,8 @@ class CfnEmulator:
 
         entry = None
         if not path.startswith("/moto-api"):
-            kind = "cloudformation" if is_cfn else "waitcondition" if path.startswith("/_waitcondition/") else "other"
+            kind = ("cloudformation" if is_cfn else "waitcondition" if path.startswith("/_waitcondition/")
+                    else "event" if path.startswith("/_events/") else "other")
             entry = journal_http(environ, "main", kind, query, form)
             start_response = tracked(entry, start_response)
             rule = take_fault(entry, method, path=path)
@@ -1101,6 +1165,9 @@ class CfnEmulator:
                     return send_fault(start_response, rule)
         if path.startswith("/_waitcondition/"):
             return self._respond(start_response, *waitcondition_put(environ, body))
+        if path.startswith("/_events/"):
+            with LOCK:
+                return self._respond(start_response, *event_put(environ, body))
 
         if CONFIG["validate"] and not path.startswith("/moto-api"):
             err = None
@@ -1115,6 +1182,8 @@ class CfnEmulator:
                 return self._respond(start_response, *render_error(err, params.get("ContentType") == "JSON"))
 
         if not is_cfn:
+            if scope and scope.group(2) == "sqs" and method == "GET" and "Action" in query:
+                sqs_query_as_form(environ)
             return self.moto(environ, start_response)
         rule = take_fault(entry, method, params=params)
         if rule:
@@ -1130,17 +1199,17 @@ class CfnEmulator:
         if scope:
             region = scope.group(1)
         elif auth.startswith("CFN_V1"):
-            try:
-                doc = json.loads(base64.b64decode(auth.split()[1].split(":")[0]))
-                region = doc.get("region", region)
-            except Exception:
-                pass
+            region = cfn_v1_document(auth).get("region", region)
         else:
             hm = re.search(r"cloudformation\.([a-z0-9-]+)\.amazonaws", environ.get("HTTP_HOST", ""))
             region = hm.group(1) if hm else region
         own = {"DescribeStackResource": act_describe_stack_resource,
                "DescribeStackResources": act_describe_stack_resources,
-               "SignalResource": act_signal_resource}
+               "SignalResource": act_signal_resource,
+               "ElectCommandLeader": act_elect_command_leader}
+        if action == "ElectCommandLeader" and not params.get("ListenerId") and auth.startswith("CFN_V1"):
+            # instance-identity callers leave ListenerId out: it is their instance id
+            params = {**params, "ListenerId": cfn_v1_document(auth).get("instanceId", "")}
         try:
             with LOCK:
                 if action in own:
@@ -1175,6 +1244,11 @@ class CfnEmulator:
         with LOCK:
             if path == "/_emu/signals":
                 out = STATE["signals"]
+            elif path == "/_emu/events":
+                out = STATE["events"]
+            elif path == "/_emu/leaders":
+                out = [{"StackId": k[0], "CommandName": k[1], "InvocationId": k[2], "ListenerId": v}
+                       for k, v in STATE["leaders"].items()]
             elif path == "/_emu/state":
                 out = {sid: {"pending": {k: {kk: vv for kk, vv in p.items()} for k, p in st["pending"].items()},
                              "resources": st["resources"], "on_failure": st["on_failure"]}
@@ -1212,6 +1286,8 @@ class CfnEmulator:
                 STATE["tokens"].clear()
                 STATE["journal"].clear()
                 STATE["faults"].clear()
+                STATE["events"].clear()
+                STATE["leaders"].clear()
                 out = {"reset": True}
             else:
                 return self._respond(start_response, 404, "application/json", '{"error":"not found"}')
