@@ -139,19 +139,6 @@ fn a_link_with_an_exe_suffix_runs_the_tool() {
 }
 
 #[test]
-fn tools_not_built_yet_fail_loudly() {
-    let sandbox = Sandbox::new();
-    for tool in ["cfn-elect-cmd-leader", "cfn-send-cmd-result", "cfn-send-cmd-event"] {
-        sandbox
-            .cmd(tool)
-            .run()
-            .code(1)
-            .stdout_is("")
-            .stderr_is(&format!("{tool}: not implemented yet in cfn-bootstrap {}\n", env!("CARGO_PKG_VERSION")));
-    }
-}
-
-#[test]
 fn optparse_forms_reach_the_service_the_same_way() {
     let emulator = Emulator::shared();
     let stack = emulator.create_stack(&unique("forms"), &instance_template(&serde_json::json!({"k": "v"})));

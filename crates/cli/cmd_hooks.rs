@@ -1,9 +1,29 @@
-//! The command-hook helpers `cfn-elect-cmd-leader`, `cfn-send-cmd-result` and
-//! `cfn-send-cmd-event` (SPEC §15): command lines in place, behaviour not built yet.
+//! The command-hook helpers (SPEC §15), which cfn-hup's command hooks call from their
+//! actions; each reads its ids from the options or from the environment variables
+//! cfn-hup sets for the action (`STACK_NAME`, `CMD_NAME`, `INVOCATION_ID`,
+//! `LISTENER_ID`, `DISPATCHER_ID`, `RESULT_QUEUE`, `RESULT_*` keys, `EVENT_HANDLE`):
+//!
+//! * `cfn-elect-cmd-leader` (CMDT-01, `leader`): ElectCommandLeader; exit 0 when this
+//!   listener leads, 5 when another one does, 1 on error;
+//! * `cfn-send-cmd-result` (CMDT-02, `result`): the result as an SQS message, signed
+//!   for the queue's own region (BUG-SQSREGION fixed);
+//! * `cfn-send-cmd-event` (CMDT-03, `event`): an event PUT to the presigned event
+//!   handle; a missing handle is an error message, not a crash (BUG-EVENTNULL fixed).
+//!
+//! The API calls and message formats are in the metadata crate (`cfn`, `sqs`,
+//! `command`); these modules read the command line and word the outcome.
 
-use crate::optparse::{Kind, Opt, Parser};
-use crate::{options, report};
+mod event;
+mod leader;
+mod result;
+
+use crate::optparse::{Opt, Parsed, Parser};
+use crate::report;
 use std::process::ExitCode;
+
+pub use event::main as send_event;
+pub use leader::main as elect_leader;
+pub use result::main as send_result;
 
 fn command_name() -> Opt {
     Opt::value(Some('c'), "command-name", "command_name", "COMMAND_NAME", "The command name")
@@ -18,107 +38,27 @@ fn dispatcher_id() -> Opt {
     Opt::value(Some('d'), "dispatcher-id", "dispatcher_id", "DISPATCHER_ID", "The dispatcher ID")
 }
 
-pub fn elect_leader_parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options]",
-        options: vec![
-            options::stack(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-            options::url(Some('u')),
-            options::region(),
-            options::verbose(),
-        ],
-        groups: vec![options::credentials_group(), options::proxy_group()],
+/// An id from its option, else from its environment variable; empty counts as absent.
+/// `Err` is the reference's `Error: You must specify <name>` with the help, exit 1.
+fn required(parser: &Parser, parsed: &Parsed, dest: &str, env: &str, name: &str) -> Result<String, ExitCode> {
+    match option_or_env(parsed, dest, env) {
+        Some(value) => Ok(value),
+        None => Err(report::usage_failure(parser, &format!("You must specify {name}"))),
     }
 }
 
-pub fn send_result_parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options] [Command Result Data]",
-        options: vec![
-            options::access_key(),
-            options::secret_key(),
-            Opt::value(None, "token", "security_token", "SECURITY_TOKEN", "An AWS Session Token"),
-            Opt::value(
-                Some('q'),
-                "queue-url",
-                "queue_url",
-                "QUEUE_URL",
-                "SQS Queue URL for storing the command result",
-            ),
-            dispatcher_id(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-            Opt::value(
-                Some('s'),
-                "success",
-                "success",
-                "SUCCESS",
-                "If true, signal success; if false, signal failure. Default: true",
-            )
-            .with_kind(Kind::Choice(&["true", "false"])),
-            Opt::value(
-                Some('e'),
-                "exit-code",
-                "exit_code",
-                "EXIT_CODE",
-                "Derive success or failure from specified exit code. Note: This takes precedence over the success flag",
-            )
-            .with_kind(Kind::Int),
-        ],
-        groups: vec![options::proxy_group()],
-    }
+/// An option's value, else its environment variable's, as the reference's option
+/// defaults come from the environment; empty counts as absent.
+fn option_or_env(parsed: &Parsed, dest: &str, env: &str) -> Option<String> {
+    parsed.text(dest).or_else(|| std::env::var(env).ok()).filter(|v| !v.is_empty())
 }
 
-pub fn send_event_parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options] [Command Event Message]",
-        options: vec![
-            Opt::value(None, "event-handle", "event_handle", "EVENT_HANDLE", "Event Handle URL"),
-            Opt::value(
-                Some('e'),
-                "event-id",
-                "event_id",
-                "EVENT_ID",
-                "An id that uniquely identifies the event for this command and listener",
-            ),
-            Opt::value(
-                Some('t'),
-                "event-timestamp",
-                "event_timestamp",
-                "EVENT_TIMESTAMP",
-                "The time the event occurred, in ISO 8601 form",
-            ),
-            dispatcher_id(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-        ],
-        groups: vec![options::proxy_group()],
-    }
-}
-
-fn run(parser: Parser, args: &[String]) -> ExitCode {
-    match report::parse(&parser, args) {
-        Ok(_) => report::not_implemented(&parser.prog),
-        Err(code) => code,
-    }
-}
-
-pub fn elect_leader(prog: &str, args: &[String]) -> ExitCode {
-    run(elect_leader_parser(prog), args)
-}
-
-pub fn send_result(prog: &str, args: &[String]) -> ExitCode {
-    run(send_result_parser(prog), args)
-}
-
-pub fn send_event(prog: &str, args: &[String]) -> ExitCode {
-    run(send_event_parser(prog), args)
+/// The ids every command message carries, in the reference's order of checking.
+fn command_ids(parser: &Parser, parsed: &Parsed) -> Result<cfn_metadata::command::CommandIds, ExitCode> {
+    Ok(cfn_metadata::command::CommandIds {
+        dispatcher_id: required(parser, parsed, "dispatcher_id", "DISPATCHER_ID", "DispatcherId")?,
+        command_name: required(parser, parsed, "command_name", "CMD_NAME", "CommandName")?,
+        invocation_id: required(parser, parsed, "invocation_id", "INVOCATION_ID", "InvocationId")?,
+        listener_id: required(parser, parsed, "listener_id", "LISTENER_ID", "ListenerId")?,
+    })
 }

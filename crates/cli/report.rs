@@ -49,9 +49,3 @@ pub fn credential_failure(error: &CredentialError) -> ExitCode {
         other => failure(other),
     }
 }
-
-/// A tool whose behaviour is not built yet: never a silent success.
-pub fn not_implemented(prog: &str) -> ExitCode {
-    eprintln!("{prog}: not implemented yet in cfn-bootstrap {}", cfn_metadata::VERSION);
-    ExitCode::FAILURE
-}

@@ -1,0 +1,102 @@
+//! `cfn-send-cmd-result` (CMDT-02, API-06): returns a command's result to its
+//! dispatcher as an SQS message on the result queue, signed with the listener's
+//! temporary keys. Silent on success; `Error: Could not send command result: …` and
+//! exit 1 when the message could not be sent after the SQS retries (25 tries).
+
+use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env, required};
+use crate::optparse::{Kind, Opt, Parser};
+use crate::{logging, options, report};
+use cfn_metadata::Credentials;
+use cfn_metadata::command::CommandResult;
+use cfn_metadata::http::HttpClient;
+use cfn_metadata::sqs::Sqs;
+use std::process::ExitCode;
+use tracing::Level;
+
+pub fn parser(prog: &str) -> Parser {
+    Parser {
+        prog: prog.to_string(),
+        usage: "%prog [options] [Command Result Data]",
+        options: vec![
+            options::access_key(),
+            options::secret_key(),
+            Opt::value(None, "token", "security_token", "SECURITY_TOKEN", "An AWS Session Token"),
+            Opt::value(
+                Some('q'),
+                "queue-url",
+                "queue_url",
+                "QUEUE_URL",
+                "SQS Queue URL for storing the command result",
+            ),
+            dispatcher_id(),
+            command_name(),
+            invocation_id(),
+            listener_id(),
+            Opt::value(
+                Some('s'),
+                "success",
+                "success",
+                "SUCCESS",
+                "If true, signal success; if false, signal failure. Default: true",
+            )
+            .with_kind(Kind::Choice(&["true", "false"])),
+            Opt::value(
+                Some('e'),
+                "exit-code",
+                "exit_code",
+                "EXIT_CODE",
+                "Derive success or failure from specified exit code. Note: This takes precedence over the success flag",
+            )
+            .with_kind(Kind::Int),
+        ],
+        groups: vec![options::proxy_group()],
+    }
+}
+
+pub fn main(prog: &str, args: &[String]) -> ExitCode {
+    let parser = parser(prog);
+    let parsed = match report::parse(&parser, args) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    let ids = match command_ids(&parser, &parsed) {
+        Ok(ids) => ids,
+        Err(code) => return code,
+    };
+    let queue_url = match required(&parser, &parsed, "queue_url", "RESULT_QUEUE", "QueueUrl") {
+        Ok(url) => url,
+        Err(code) => return code,
+    };
+    let keys = (
+        option_or_env(&parsed, "access_key", "RESULT_ACCESS_KEY"),
+        option_or_env(&parsed, "secret_key", "RESULT_SECRET_KEY"),
+        option_or_env(&parsed, "security_token", "RESULT_SESSION_TOKEN"),
+    );
+    let (Some(access_key), Some(secret_key), Some(token)) = keys else {
+        return report::usage_failure(&parser, "You must specify a token and an access key/secret key pair");
+    };
+    // LOG-07: always DEBUG, like cfn-signal. The keys are never logged.
+    logging::init("cfn-init.log", Level::DEBUG);
+    let result = CommandResult {
+        success: CommandResult::succeeded(parsed.int("exit_code"), parsed.text("success").as_deref()),
+        text: parsed.positionals.join(" "),
+        ids,
+    };
+    tracing::info!(
+        "Sending {} result of command {} (invocation {}) from listener {}",
+        if result.success { "SUCCESS" } else { "FAILURE" },
+        result.ids.command_name,
+        result.ids.invocation_id,
+        result.ids.listener_id
+    );
+    // NET-02: --http-proxy/--https-proxy over the environment's proxies.
+    let http = HttpClient::new(options::api_options(&parsed).proxies, cfn_metadata::api_user_agent());
+    let sqs = Sqs::new(Credentials::new(&access_key, &secret_key, Some(token)), http);
+    match sqs.send_message(&queue_url, &result.body()) {
+        Ok(message_id) => {
+            tracing::info!("Command result sent as message {message_id}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => report::failure(format!("Error: Could not send command result: {e}")),
+    }
+}

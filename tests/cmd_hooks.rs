@@ -1,0 +1,619 @@
+//! The command-hook helpers end to end against the emulator (SPEC §15):
+//! cfn-elect-cmd-leader (CMDT-01, API-05), cfn-send-cmd-result (CMDT-02, API-06, with
+//! the BUG-SQSREGION fix) and cfn-send-cmd-event (CMDT-03, with the BUG-EVENTNULL fix):
+//! what reaches the services, the exit codes and messages, the defaults taken from the
+//! environment cfn-hup gives a hook action, and the validation errors the reference
+//! printed (tests/golden/reference-1.4-31).
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+
+/// The session token sent with the test keys (the emulator checks tokens only for the
+/// keys it issued itself, so any value passes; the journal shows it was sent).
+const TOKEN: &str = "test-session-token";
+
+fn golden(tool: &str, case: &str, stream: &str) -> String {
+    read(&golden_dir().join(tool).join(format!("{case}.{stream}")))
+}
+
+fn golden_exit(tool: &str, case: &str) -> i32 {
+    golden(tool, case, "exit").trim().parse().unwrap()
+}
+
+/// The help a tool prints after a validation error: the recorded one, without its
+/// first line (`Error: …`).
+fn help_after_error(tool: &str, case: &str) -> String {
+    golden(tool, case, "stderr").split_once('\n').unwrap().1.to_string()
+}
+
+fn journal(emulator: &Emulator, query: &str) -> Vec<Value> {
+    emulator.get_json(&format!("/_emu/requests?{query}")).as_array().unwrap().clone()
+}
+
+// ---------------------------------------------------------------------------
+// SQS from the test side
+// ---------------------------------------------------------------------------
+
+/// An SQS query-protocol POST to the emulator, signed with the test keys for `region`;
+/// `host` is the Host header the signature covers. Returns the XML answer.
+fn sqs_post(emulator: &Emulator, region: &str, path: &str, form: &[(&str, &str)]) -> String {
+    use cfn_metadata::sigv4;
+    let host = emulator.url.trim_start_matches("http://").to_string();
+    let pairs: Vec<(String, String)> = form.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let body = sigv4::canonical_query(&pairs);
+    let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded".to_string())];
+    let request =
+        sigv4::Request { method: "POST", host: &host, path, query: &[], headers: &headers, payload: body.as_bytes() };
+    let credentials = cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+    headers.extend(sigv4::sign(&request, &credentials, &sigv4::Scope { region, service: "sqs" }, chrono::Utc::now()));
+    headers.push(("Host", host));
+    let http = cfn_metadata::http::HttpClient::new(cfn_metadata::ProxyOptions::default(), "tests");
+    let response = http.send("POST", &format!("{}{path}", emulator.url), &headers, Some(body.as_bytes())).unwrap();
+    assert!(response.is_success(), "SQS {form:?}: {} {}", response.status, response.text());
+    response.text()
+}
+
+fn xml_texts(xml: &str, name: &str) -> Vec<String> {
+    let (open, close) = (format!("<{name}>"), format!("</{name}>"));
+    xml.split(open.as_str())
+        .skip(1)
+        .map(|rest| rest.split(close.as_str()).next().unwrap())
+        .map(|t| t.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+        .collect()
+}
+
+/// A new queue in `region`; returns its path (`/<account>/<name>`).
+fn create_queue(emulator: &Emulator, region: &str) -> String {
+    // The suffix keeps one queue's path from being a prefix of another's (fault rules
+    // match path prefixes).
+    let name = format!("{}-q", unique("results"));
+    let answer = sqs_post(emulator, region, "/", &[("Action", "CreateQueue"), ("QueueName", &name)]);
+    let url = xml_texts(&answer, "QueueUrl").pop().unwrap_or_else(|| panic!("no QueueUrl in {answer}"));
+    url.split_once(&emulator.url).map(|(_, path)| path.to_string()).unwrap_or_else(|| panic!("queue URL {url}"))
+}
+
+/// The bodies of the messages waiting on a queue, as JSON.
+fn received(emulator: &Emulator, region: &str, queue_path: &str) -> Vec<Value> {
+    let answer = sqs_post(
+        emulator,
+        region,
+        queue_path,
+        &[("Action", "ReceiveMessage"), ("MaxNumberOfMessages", "10"), ("Version", "2012-11-05")],
+    );
+    xml_texts(&answer, "Body").iter().map(|b| serde_json::from_str(b).unwrap_or_else(|e| panic!("{b}: {e}"))).collect()
+}
+
+fn result_body(status: &str, data: &str, message: &str) -> Value {
+    json!({"DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener",
+           "InvocationId": "inv-1", "Data": data, "Message": message, "Status": status})
+}
+
+const RESULT_IDS: [&str; 8] = ["-d", "disp-1", "-c", "deploy", "-i", "inv-1", "-l", "i-listener"];
+
+fn result_keys() -> [&'static str; 6] {
+    ["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--token", TOKEN]
+}
+
+// ---------------------------------------------------------------------------
+// cfn-elect-cmd-leader
+// ---------------------------------------------------------------------------
+
+fn stack(emulator: &Emulator) -> String {
+    emulator.create_stack(&unique("cmd"), &instance_template(&json!({})))
+}
+
+/// The ElectCommandLeader requests the emulator received for one stack.
+fn elections(emulator: &Emulator, stack: &str) -> Vec<Value> {
+    emulator.requests_for(stack).into_iter().filter(|r| r["action"] == "ElectCommandLeader").collect()
+}
+
+fn elect(sandbox: &Sandbox, emulator: &Emulator, stack: &str, invocation: &str, listener: &str) -> Run {
+    sandbox
+        .cmd("cfn-elect-cmd-leader")
+        .args(["-s", stack, "-c", "deploy", "-i", invocation, "-l", listener])
+        .with_keys(emulator)
+        .run()
+}
+
+#[test]
+fn the_first_listener_to_ask_leads_and_the_others_exit_5() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let sandbox = Sandbox::new();
+    elect(&sandbox, &emulator, &stack, "inv-1", "listener-a").code(0).stdout_is("").stderr_is("");
+    elect(&sandbox, &emulator, &stack, "inv-1", "listener-b").code(5).stdout_is("").stderr_is("");
+    elect(&sandbox, &emulator, &stack, "inv-1", "listener-a").code(0).stdout_is("").stderr_is("");
+    // Another invocation has its own leader.
+    elect(&sandbox, &emulator, &stack, "inv-2", "listener-b").code(0).stdout_is("").stderr_is("");
+    elect(&sandbox, &emulator, &stack, "inv-2", "listener-a").code(5);
+
+    let requests = elections(&emulator, &stack);
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    let first = &requests[0];
+    assert_eq!(
+        first["query"],
+        json!({"Action": "ElectCommandLeader", "ContentType": "JSON", "StackName": stack,
+               "CommandName": "deploy", "InvocationId": "inv-1", "ListenerId": "listener-a"}),
+        "API-05 parameters, no Version"
+    );
+    assert_eq!((&first["method"], &first["auth_scheme"]), (&json!("GET"), &json!("AWS4-HMAC-SHA256")));
+    assert!(first["user_agent"].as_str().unwrap().starts_with("CfnTools/"), "{first}");
+}
+
+#[test]
+fn the_ids_come_from_the_hook_environment_and_options_win() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let sandbox = Sandbox::new();
+    let hook_env = |cmd: TestCommand| {
+        cmd.env("STACK_NAME", &stack)
+            .env("CMD_NAME", "deploy")
+            .env("INVOCATION_ID", "inv-env")
+            .env("LISTENER_ID", "listener-env")
+            .with_keys(&emulator)
+    };
+    hook_env(sandbox.cmd("cfn-elect-cmd-leader")).run().code(0).stderr_is("");
+    hook_env(sandbox.cmd("cfn-elect-cmd-leader")).args(["-l", "listener-opt"]).run().code(5).stderr_is("");
+    let sent: Vec<Value> = elections(&emulator, &stack)
+        .into_iter()
+        .map(|r| json!([r["query"]["InvocationId"], r["query"]["ListenerId"]]))
+        .collect();
+    assert_eq!(sent, [json!(["inv-env", "listener-env"]), json!(["inv-env", "listener-opt"])]);
+}
+
+#[test]
+fn each_id_is_required_with_the_reference_message() {
+    let sandbox = Sandbox::new();
+    let tool = "cfn-elect-cmd-leader";
+    for (case, args) in [
+        ("no-args", &[][..]),
+        ("only-stack", &["-s", "s"][..]),
+        ("missing-listener", &["-s", "s", "-c", "c", "-i", "i"][..]),
+    ] {
+        let run = sandbox.cmd(tool).args(args).run();
+        run.code(golden_exit(tool, case)).stdout_is("").stderr_is(&golden(tool, case, "stderr"));
+    }
+    // The same checks apply to ids from the environment; an empty value is missing.
+    let run = sandbox.cmd(tool).env("STACK_NAME", "s").env("CMD_NAME", "c").env("INVOCATION_ID", "").run();
+    run.code(1)
+        .stdout_is("")
+        .stderr_is(&format!("Error: You must specify InvocationId\n{}", help_after_error(tool, "no-args")));
+    // Nothing was logged: the logs open only once the ids are complete.
+    assert_eq!(sandbox.log("cfn-init.log"), "");
+}
+
+#[test]
+fn instance_identity_callers_send_no_listener_id() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let instance_id = {
+        let mut r = ureq::get(&format!("{}/latest/meta-data/instance-id", emulator.url)).call().unwrap();
+        r.body_mut().read_to_string().unwrap()
+    };
+    let sandbox = Sandbox::new();
+    let on_instance = |invocation: &str| {
+        sandbox
+            .cmd("cfn-elect-cmd-leader")
+            .args(["-s", &stack, "-c", "deploy", "-i", invocation, "-l", &instance_id, "--url", &emulator.url])
+            .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &emulator.url)
+            .run()
+    };
+    // The service takes the listener id from the instance identity.
+    on_instance("inv-1").code(0).stdout_is("").stderr_is("");
+    // Another listener got there first.
+    elect(&sandbox, &emulator, &stack, "inv-2", "listener-other").code(0);
+    on_instance("inv-2").code(5).stdout_is("").stderr_is("");
+
+    let identity: Vec<Value> = elections(&emulator, &stack)
+        .into_iter()
+        .filter(|r| r["auth_scheme"] == "CFN_V1")
+        .map(|r| r["query"].clone())
+        .collect();
+    assert_eq!(identity.len(), 2);
+    for query in identity {
+        assert!(query.get("ListenerId").is_none(), "CFN_V1 mode leaves ListenerId out: {query}");
+        assert_eq!(query["CommandName"], "deploy");
+    }
+    let leaders = emulator.get_json("/_emu/leaders");
+    let of_stack: Vec<&Value> = leaders
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["StackId"].as_str().unwrap().contains(&format!("/{stack}/")))
+        .map(|l| &l["ListenerId"])
+        .collect();
+    assert_eq!(of_stack, [&json!(instance_id), &json!("listener-other")]);
+}
+
+#[test]
+fn service_errors_exit_1_with_the_message() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let missing = unique("no-such-stack");
+    let run = elect(&sandbox, &emulator, &missing, "inv-1", "listener-a");
+    run.code(1).stdout_is("").stderr_is(&format!("ValidationError: Stack with id {missing} does not exist\n"));
+    // A Sender fault is final: one request.
+    assert_eq!(elections(&emulator, &missing).len(), 1);
+
+    // A server fault is retried.
+    let stack = stack(&emulator);
+    emulator.post_json(
+        "/_emu/faults",
+        &json!([{"action": "ElectCommandLeader", "stack": stack, "status": 500,
+                 "code": "InternalFailure", "message": "boom", "type": "Receiver"}]),
+    );
+    elect(&sandbox, &emulator, &stack, "inv-1", "listener-a").code(0).stderr_is("");
+    let statuses: Vec<Value> = elections(&emulator, &stack).iter().map(|r| r["status"].clone()).collect();
+    assert_eq!(statuses, [json!(500), json!(200)]);
+    assert!(sandbox.log("cfn-init.log").contains("ElectCommandLeader failed (attempt 1): InternalFailure: boom"));
+}
+
+// ---------------------------------------------------------------------------
+// cfn-send-cmd-result
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_result_reaches_the_queue_as_the_reference_wrote_it() {
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "us-east-1");
+    let queue_url = format!("{}{queue}", emulator.url);
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-send-cmd-result")
+        .args(RESULT_IDS)
+        .args(["-q", &queue_url])
+        .args(result_keys())
+        .args(["all", "good  here"])
+        .run()
+        .code(0)
+        .stdout_is("")
+        .stderr_is("");
+    assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "all good  here", "")]);
+
+    let sends: Vec<Value> =
+        journal(&emulator, "action=SendMessage").into_iter().filter(|r| r["path"] == queue.as_str()).collect();
+    assert_eq!(sends.len(), 1, "{sends:#?}");
+    let send = &sends[0];
+    assert_eq!(send["method"], "POST");
+    assert_eq!(send["form"]["Version"], "2012-11-05");
+    assert_eq!(send["query"], json!({}));
+    assert_eq!(send["content_type"], "application/x-www-form-urlencoded");
+    assert_eq!(send["accept"], "application/xml");
+    assert_eq!((&send["auth_scheme"], &send["security_token"]), (&json!("AWS4-HMAC-SHA256"), &json!(true)));
+    assert_eq!(send["status"], 200);
+    // SEC-02: the secret key and the token appear in no log.
+    for log in ["cfn-init.log", "cfn-wire.log"] {
+        let text = sandbox.log(log);
+        assert!(!text.contains(SECRET_KEY) && !text.contains(TOKEN), "{log}:\n{text}");
+    }
+}
+
+#[test]
+fn the_exit_code_decides_before_the_success_flag() {
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "us-east-1");
+    let queue_url = format!("{}{queue}", emulator.url);
+    let sandbox = Sandbox::new();
+    for flags in [&["-e", "3", "-s", "true"][..], &["-s", "false"][..], &["-e", "0", "-s", "false"][..]] {
+        sandbox
+            .cmd("cfn-send-cmd-result")
+            .args(RESULT_IDS)
+            .args(["-q", &queue_url])
+            .args(result_keys())
+            .args(flags)
+            .args(["it", "broke"])
+            .run()
+            .code(0)
+            .stderr_is("");
+    }
+    let mut bodies = received(&emulator, "us-east-1", &queue);
+    bodies.sort_by_key(|b| b["Status"].to_string());
+    let mut expected = vec![
+        result_body("FAILURE", "", "it broke"),
+        result_body("FAILURE", "", "it broke"),
+        result_body("SUCCESS", "it broke", ""),
+    ];
+    expected.sort_by_key(|b| b["Status"].to_string());
+    assert_eq!(bodies, expected);
+}
+
+#[test]
+fn a_hook_action_needs_no_options() {
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "us-east-1");
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-send-cmd-result")
+        .env("DISPATCHER_ID", "disp-1")
+        .env("CMD_NAME", "deploy")
+        .env("INVOCATION_ID", "inv-1")
+        .env("LISTENER_ID", "i-listener")
+        .env("RESULT_QUEUE", format!("{}{queue}", emulator.url))
+        .env("RESULT_ACCESS_KEY", ACCESS_KEY)
+        .env("RESULT_SECRET_KEY", SECRET_KEY)
+        .env("RESULT_SESSION_TOKEN", TOKEN)
+        .arg("done")
+        .run()
+        .code(0)
+        .stdout_is("")
+        .stderr_is("");
+    assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "done", "")]);
+}
+
+#[test]
+fn missing_ids_and_keys_are_refused_with_the_reference_messages() {
+    let sandbox = Sandbox::new();
+    let tool = "cfn-send-cmd-result";
+    let ids = ["-d", "d", "-c", "c", "-i", "i", "-l", "l", "-q", "http://127.0.0.1:9/q"];
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("no-args", vec![]),
+        ("ids-no-creds", ids.to_vec()),
+        ("ids-missing-token", [&ids[..], &["--access-key", "a", "--secret-key", "b"]].concat()),
+    ];
+    for (case, args) in cases {
+        let run = sandbox.cmd(tool).args(&args).run();
+        run.code(golden_exit(tool, case)).stdout_is("").stderr_is(&golden(tool, case, "stderr"));
+    }
+    let help = help_after_error(tool, "no-args");
+    let run = sandbox.cmd(tool).args(&ids[..8]).run();
+    run.code(1).stdout_is("").stderr_is(&format!("Error: You must specify QueueUrl\n{help}"));
+    // Keys from the environment count, a missing secret key does not.
+    let run = sandbox.cmd(tool).args(ids).env("RESULT_ACCESS_KEY", "a").env("RESULT_SESSION_TOKEN", "t").run();
+    run.code(1)
+        .stdout_is("")
+        .stderr_is(&format!("Error: You must specify a token and an access key/secret key pair\n{help}"));
+    assert_eq!(sandbox.log("cfn-init.log"), "");
+}
+
+#[test]
+fn send_failures_are_reported_and_server_errors_retried() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let send = |queue_url: &str| {
+        sandbox.cmd("cfn-send-cmd-result").args(RESULT_IDS).args(["-q", queue_url]).args(result_keys()).arg("x").run()
+    };
+    // A queue that does not exist: a Sender fault, final at once.
+    let gone = format!("/123456789012/{}", unique("gone"));
+    send(&format!("{}{gone}", emulator.url)).code(1).stdout_is("").stderr_is(
+        "Error: Could not send command result: AWS.SimpleQueueService.NonExistentQueue: \
+         The specified queue does not exist for this wsdl version.\n",
+    );
+    assert_eq!(journal(&emulator, "action=SendMessage").iter().filter(|r| r["path"] == gone.as_str()).count(), 1);
+
+    // A server error is retried.
+    let queue = create_queue(&emulator, "us-east-1");
+    emulator.post_json(
+        "/_emu/faults",
+        &json!([{"path": queue, "method": "POST", "status": 500,
+                 "body": "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalError</Code><Message>boom</Message></Error></ErrorResponse>"}]),
+    );
+    send(&format!("{}{queue}", emulator.url)).code(0).stderr_is("");
+    let statuses: Vec<Value> = journal(&emulator, "action=SendMessage")
+        .iter()
+        .filter(|r| r["path"] == queue.as_str())
+        .map(|r| r["status"].clone())
+        .collect();
+    assert_eq!(statuses, [json!(500), json!(200)]);
+    assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "x", "")]);
+    assert!(sandbox.log("cfn-init.log").contains("SendMessage failed (attempt 1): InternalError: boom"));
+}
+
+/// An HTTP CONNECT proxy that tunnels every connection to `upstream`, whatever host it
+/// is asked for: a queue URL on a real SQS host name then reaches the emulator with the
+/// Host header (and so the signature) it was sent with. Records the CONNECT targets.
+fn tunnel_to(upstream: &str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let targets = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = targets.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let (upstream, seen) = (upstream.clone(), seen.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(client.try_clone().unwrap());
+                let mut request_line = String::new();
+                reader.read_line(&mut request_line).unwrap();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                seen.lock().unwrap().push(request_line.trim().to_string());
+                let server = TcpStream::connect(&upstream).unwrap();
+                let mut client = client;
+                client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
+                let (mut server_read, mut server_write) = (server.try_clone().unwrap(), server);
+                let mut client_write = client.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut server_read, &mut client_write);
+                    let _ = client_write.shutdown(std::net::Shutdown::Both);
+                });
+                let _ = std::io::copy(&mut reader, &mut server_write);
+            });
+        }
+    });
+    (url, targets)
+}
+
+#[test]
+fn results_are_signed_for_the_queue_region() {
+    // BUG-SQSREGION fixed: the reference signed for us-east-1 whatever the queue's
+    // region. The emulator files a message under the region of its signature, so the
+    // message is found in eu-west-1 only if it was signed for eu-west-1.
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "eu-west-1");
+    let (proxy, targets) = tunnel_to(&emulator.url);
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-send-cmd-result")
+        .args(RESULT_IDS)
+        .args(["-q", &format!("http://sqs.eu-west-1.amazonaws.com{queue}")])
+        .args(result_keys())
+        .args(["--http-proxy", &proxy])
+        .arg("far away")
+        .run()
+        .code(0)
+        .stdout_is("")
+        .stderr_is("");
+    assert_eq!(received(&emulator, "eu-west-1", &queue), [result_body("SUCCESS", "far away", "")]);
+    assert_eq!(*targets.lock().unwrap(), ["CONNECT sqs.eu-west-1.amazonaws.com:80 HTTP/1.1"]);
+    let sends: Vec<Value> =
+        journal(&emulator, "action=SendMessage").into_iter().filter(|r| r["path"] == queue.as_str()).collect();
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0]["host"], "sqs.eu-west-1.amazonaws.com", "the queue URL is used as given (EP-06)");
+}
+
+// ---------------------------------------------------------------------------
+// cfn-send-cmd-event
+// ---------------------------------------------------------------------------
+
+fn events_at(emulator: &Emulator, path: &str) -> Vec<Value> {
+    let all = emulator.get_json("/_emu/events");
+    all.as_array().unwrap().iter().filter(|e| e["path"] == path).cloned().collect()
+}
+
+const EVENT_IDS: [&str; 8] = ["-d", "disp-1", "-c", "deploy", "-i", "inv-1", "-l", "i-listener"];
+
+#[test]
+fn an_event_is_put_to_the_handle() {
+    let emulator = Emulator::shared();
+    let path = format!("/_events/{}-h", unique("ev"));
+    let handle = format!("{}{path}?X-Amz-Signature=SIGsecret123", emulator.url);
+    let sandbox = Sandbox::new();
+    sandbox
+        .cmd("cfn-send-cmd-event")
+        .args(["--event-handle", &handle])
+        .args(EVENT_IDS)
+        .args(["-e", "ev1", "-t", "2020-01-02T03:04:05", "hello", "world"])
+        .run()
+        .code(0)
+        .stderr_is("")
+        .stdout_is("Command Event with id ev1 sent successfully.\n");
+    let events = events_at(&emulator, &path);
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(
+        events[0]["body"],
+        r#"{"DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener", "InvocationId": "inv-1", "EventId": "ev1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
+    );
+    assert_eq!(events[0]["query"], "X-Amz-Signature=SIGsecret123");
+    // An empty Content-Type (the handle is presigned for none).
+    assert!(events[0]["content_type"].as_str().unwrap_or("").is_empty(), "{}", events[0]);
+    assert!(!sandbox.log("cfn-wire.log").contains("SIGsecret123"), "the handle's signature is not logged");
+}
+
+#[test]
+fn a_hook_action_gets_a_random_id_and_the_current_time() {
+    use base64::Engine;
+    let emulator = Emulator::shared();
+    let path = format!("/_events/{}-h", unique("ev"));
+    let handle = base64::engine::general_purpose::STANDARD.encode(format!("{}{path}", emulator.url));
+    let before = chrono::Utc::now().naive_utc();
+    let sandbox = Sandbox::new();
+    let run = sandbox
+        .cmd("cfn-send-cmd-event")
+        .env("EVENT_HANDLE", &handle)
+        .env("DISPATCHER_ID", "disp-1")
+        .env("CMD_NAME", "deploy")
+        .env("INVOCATION_ID", "inv-1")
+        .env("LISTENER_ID", "i-listener")
+        .arg("step 1")
+        .run();
+    run.code(0).stderr_is("");
+    let after = chrono::Utc::now().naive_utc();
+    let id = run
+        .stdout
+        .strip_prefix("Command Event with id ")
+        .and_then(|rest| rest.strip_suffix(" sent successfully.\n"))
+        .unwrap_or_else(|| panic!("{run}"));
+    let hex: Vec<char> = id.chars().filter(|c| *c != '-').collect();
+    assert!(id.len() == 36 && hex.len() == 32 && hex.iter().all(|c| c.is_ascii_hexdigit()), "UUID: {id}");
+    assert_eq!((hex[12], id.as_bytes()[8], id.as_bytes()[23]), ('4', b'-', b'-'), "version 4: {id}");
+
+    let events = events_at(&emulator, &path);
+    assert_eq!(events.len(), 1);
+    let body: Value = serde_json::from_str(events[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["EventId"], id);
+    assert_eq!((&body["DispatcherId"], &body["Message"]), (&json!("disp-1"), &json!("step 1")));
+    let stamp = body["EventTimestamp"].as_str().unwrap();
+    let time = chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.6f")
+        .unwrap_or_else(|e| panic!("{stamp}: {e}"));
+    assert_eq!(stamp.len(), "2026-11-29T18:40:17.441914".len(), "{stamp}");
+    assert!(before <= time && time <= after, "{before} <= {time} <= {after}");
+}
+
+#[test]
+fn bad_or_missing_handles_and_ids_are_refused() {
+    let sandbox = Sandbox::new();
+    let tool = "cfn-send-cmd-event";
+    let help = help_after_error(tool, "handle-ok-no-ids");
+    // BUG-EVENTNULL fixed: the reference crashed with a traceback here.
+    sandbox
+        .cmd(tool)
+        .args(EVENT_IDS)
+        .run()
+        .code(1)
+        .stdout_is("")
+        .stderr_is(&format!("Error: You must specify an EventHandle\n{help}"));
+    sandbox
+        .cmd(tool)
+        .env("EVENT_HANDLE", "")
+        .run()
+        .code(1)
+        .stderr_is(&format!("Error: You must specify an EventHandle\n{help}"));
+    // The reference crashed decoding this one; it is refused like any non-URL.
+    sandbox
+        .cmd(tool)
+        .args(["--event-handle", "notaurl"])
+        .run()
+        .code(1)
+        .stdout_is("")
+        .stderr_is("Error: Invalid EventHandle URL specified: notaurl\n");
+    for (case, args) in [
+        ("handle-base64-nonurl", &["--event-handle", "Zm9vYmFy"][..]),
+        ("handle-ok-no-ids", &["--event-handle", "http://127.0.0.1:9/e"][..]),
+    ] {
+        let run = sandbox.cmd(tool).args(args).run();
+        run.code(golden_exit(tool, case)).stdout_is("").stderr_is(&golden(tool, case, "stderr"));
+    }
+    let run = sandbox.cmd(tool).env("EVENT_HANDLE", "http://127.0.0.1:9/e").args(&EVENT_IDS[..6]).run();
+    run.code(1).stdout_is("").stderr_is(&format!("Error: You must specify ListenerId\n{help}"));
+    assert_eq!(sandbox.log("cfn-init.log"), "");
+}
+
+#[test]
+fn put_failures_are_reported_and_server_errors_retried() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let send = |path: &str| {
+        sandbox
+            .cmd("cfn-send-cmd-event")
+            .args(["--event-handle", &format!("{}{path}", emulator.url)])
+            .args(EVENT_IDS)
+            .args(["-e", "ev9"])
+            .run()
+    };
+    let denied = format!("/_events/{}-h", unique("denied"));
+    emulator.post_json("/_emu/faults", &json!([{"path": denied, "status": 403, "body": "<Error>denied</Error>"}]));
+    send(&denied)
+        .code(1)
+        .stdout_is("")
+        .stderr_is("Error sending Command Event: [Errno 403] HTTP Error 403 : <Error>denied</Error>\n");
+    assert_eq!(journal(&emulator, "kind=event").iter().filter(|r| r["path"] == denied.as_str()).count(), 1);
+    assert!(events_at(&emulator, &denied).is_empty());
+
+    let flaky = format!("/_events/{}-h", unique("flaky"));
+    emulator.post_json("/_emu/faults", &json!([{"path": flaky, "status": 502, "body": "bad gateway"}]));
+    send(&flaky).code(0).stderr_is("").stdout_is("Command Event with id ev9 sent successfully.\n");
+    let statuses: Vec<Value> = journal(&emulator, "kind=event")
+        .iter()
+        .filter(|r| r["path"] == flaky.as_str())
+        .map(|r| r["status"].clone())
+        .collect();
+    assert_eq!(statuses, [json!(502), json!(200)]);
+    assert_eq!(events_at(&emulator, &flaky).len(), 1);
+}
