@@ -19,6 +19,7 @@ Usage (needs `pip install 'moto[server]'`, tested with moto 5.2.5 / Python 3.11)
                               overrides IMDS fields), GET /_emu/requests (request journal),
                               GET|POST|DELETE /_emu/faults (fault injection), GET /_emu/events
                               (command event PUTs), GET /_emu/leaders (command leaders),
+                              GET /_emu/listeners (registered command listeners),
                               POST /_emu/reset (forget signals/tokens/journal/faults/events/leaders)
 
 What it adds on top of stock moto (everything else is passed to moto unchanged):
@@ -54,6 +55,14 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     becomes its leader; every caller gets {"ListenerId": <leader>} back (XML or
     ContentType=JSON). CFN_V1 callers send no ListenerId: their instance id is used. An unknown
     stack is the ValidationError "Stack with id X does not exist". Leaders: GET /_emu/leaders.
+  * RegisterListener (internal, cfn-hup command hooks): creates - or finds - a moto SQS queue
+    for (stack, ListenerId) in the caller's region and answers {"QueueUrl": ...} (the URL on
+    this server, http://HOST:PORT/<account>/<queue>). GetListenerCredentials: fresh
+    temporary keys {"AccessKeyId" "ASIALISTENER...", "SecretAccessKey", "SessionToken",
+    "Expiration": epoch seconds, one hour ahead}; the keys are added to the keys SigV4
+    validation accepts (with their session token), so the listener can sign its SQS calls
+    with them. Both take the instance id as ListenerId for CFN_V1 callers; an unknown stack
+    is the ValidationError "Stack with id X does not exist". Listeners: GET /_emu/listeners.
   * SQS is stock moto (query protocol, XML answers, namespace 2012-11-05), routed by the SigV4
     scope "sqs"; moto reads query-protocol parameters only from a POST form, so a GET with the
     parameters in the query string (ReceiveMessage/DeleteMessage as cfn-hup sends them) is
@@ -108,7 +117,8 @@ from moto.moto_server.werkzeug_app import (
 CFN_NS = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
 LOCK = threading.RLock()
 CONFIG = {}  # filled by main()
-STATE = {"stacks": {}, "signals": [], "tokens": {}, "journal": [], "faults": [], "leaders": {}, "events": []}
+STATE = {"stacks": {}, "signals": [], "tokens": {}, "journal": [], "faults": [], "leaders": {}, "events": [],
+         "listeners": {}, "listener_keys": {}}
 SEQ = {"request": 0, "fault": 0}  # journal / fault-rule ids (never reset)
 
 
@@ -636,6 +646,41 @@ def act_elect_command_leader(region, params):
     return {"ListenerId": leader}
 
 
+def listener_queue_name(stack, listener):
+    """SQS queue names allow 80 characters of [A-Za-z0-9_-]: a readable prefix plus a hash
+    that keeps (stack, listener) pairs apart."""
+    digest = hashlib.sha256(f"{stack.stack_id}|{listener}".encode()).hexdigest()[:16]
+    readable = re.sub(r"[^A-Za-z0-9_-]", "-", f"{stack.name}-{listener}")[:50]
+    return f"cfn-listener-{readable}-{digest}"
+
+
+def act_register_listener(region, params):
+    """RegisterListener (undocumented; cfn-hup command hooks): the listener's own queue."""
+    need(params, "StackName", "ListenerId")
+    stack = find_stack(region, params["StackName"], f"Stack with id {params['StackName']} does not exist")
+    from moto.sqs.models import sqs_backends
+    name = listener_queue_name(stack, params["ListenerId"])
+    queues = sqs_backends[account_id()][region]
+    if name not in queues.queues:
+        queues.create_queue(name)
+    url = f"{CONFIG['public_url']}/{account_id()}/{name}"
+    STATE["listeners"][(stack.stack_id, params["ListenerId"])] = url
+    return {"QueueUrl": url}
+
+
+def act_get_listener_credentials(region, params):
+    """GetListenerCredentials (undocumented): temporary keys for the listener's SQS calls,
+    accepted by SigV4 validation from now on."""
+    need(params, "StackName", "ListenerId")
+    find_stack(region, params["StackName"], f"Stack with id {params['StackName']} does not exist")
+    akid = "ASIALISTENER" + secrets.token_hex(4).upper()
+    secret, token = secrets.token_urlsafe(30), "ListenerSessionToken//" + secrets.token_urlsafe(40)
+    STATE["listener_keys"][akid] = (secret, token)
+    refresh_keys()
+    return {"Credentials": {"AccessKeyId": akid, "SecretAccessKey": secret, "SessionToken": token,
+                            "Expiration": int(time.time()) + 3600}}
+
+
 def cfn_v1_document(auth):
     """The instance identity document of a `CFN_V1 <base64 document>:<signature>` header, or {}."""
     try:
@@ -1077,7 +1122,7 @@ def imds_listener(environ, start_response):
 # the WSGI front
 # ---------------------------------------------------------------------------
 # CloudFormation actions botocore does not model (internal to the command feature).
-EXTRA_CFN_ACTIONS = ("ElectCommandLeader",)
+EXTRA_CFN_ACTIONS = ("ElectCommandLeader", "RegisterListener", "GetListenerCredentials")
 
 
 def sqs_query_as_form(environ):
@@ -1206,8 +1251,10 @@ class CfnEmulator:
         own = {"DescribeStackResource": act_describe_stack_resource,
                "DescribeStackResources": act_describe_stack_resources,
                "SignalResource": act_signal_resource,
-               "ElectCommandLeader": act_elect_command_leader}
-        if action == "ElectCommandLeader" and not params.get("ListenerId") and auth.startswith("CFN_V1"):
+               "ElectCommandLeader": act_elect_command_leader,
+               "RegisterListener": act_register_listener,
+               "GetListenerCredentials": act_get_listener_credentials}
+        if action in EXTRA_CFN_ACTIONS and not params.get("ListenerId") and auth.startswith("CFN_V1"):
             # instance-identity callers leave ListenerId out: it is their instance id
             params = {**params, "ListenerId": cfn_v1_document(auth).get("instanceId", "")}
         try:
@@ -1249,6 +1296,8 @@ class CfnEmulator:
             elif path == "/_emu/leaders":
                 out = [{"StackId": k[0], "CommandName": k[1], "InvocationId": k[2], "ListenerId": v}
                        for k, v in STATE["leaders"].items()]
+            elif path == "/_emu/listeners":
+                out = [{"StackId": k[0], "ListenerId": k[1], "QueueUrl": v} for k, v in STATE["listeners"].items()]
             elif path == "/_emu/state":
                 out = {sid: {"pending": {k: {kk: vv for kk, vv in p.items()} for k, p in st["pending"].items()},
                              "resources": st["resources"], "on_failure": st["on_failure"]}
@@ -1296,6 +1345,7 @@ class CfnEmulator:
 
 def refresh_keys():
     keys = dict(CONFIG["static_keys"])
+    keys.update(STATE["listener_keys"])
     c = CONFIG["imds"]
     if c.get("role"):
         keys[c["access_key"]] = (c["secret_key"], c["token"])
