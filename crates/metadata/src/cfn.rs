@@ -1,11 +1,11 @@
-//! The CloudFormation query API as the reference speaks it (API-01, API-02, API-05, API-07):
+//! The CloudFormation query API as the reference speaks it (API-01..05, API-07):
 //! GET requests with the parameters in the query string and `ContentType=JSON`, answers
 //! in JSON, errors as `{"Error": {"Code", "Message", "Type"}}`. One small client serves
 //! every action the tools need, including the listener and command actions that no SDK
 //! models; requests are signed with SigV4 or the instance identity (CRED-03, CRED-04),
 //! and retried by the reference's rules (NET-03).
 
-use crate::credentials::Signer;
+use crate::credentials::{Credentials, Signer};
 use crate::http::{self, HttpClient, TransportError};
 use crate::imds::{Imds, ImdsError};
 use crate::retry::{self, Policy, Verdict};
@@ -66,6 +66,13 @@ pub struct StackResourceDetail {
     pub metadata: Option<Value>,
     pub stack_id: Option<String>,
     pub stack_name: Option<String>,
+}
+
+/// The answer of GetListenerCredentials.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListenerCredentials {
+    pub credentials: Credentials,
+    pub expiration: DateTime<Utc>,
 }
 
 pub struct CloudFormation {
@@ -130,6 +137,55 @@ impl CloudFormation {
             .and_then(Value::as_str)
             .map(str::to_string)
             .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no ListenerId in the answer".into() })
+    }
+
+    /// RegisterListener (API-03): the SQS queue on which this listener receives commands.
+    pub fn register_listener(&self, stack: &str, listener: &str) -> Result<String, Error> {
+        let action = "RegisterListener";
+        let answer = self.call(action, &self.listener_params(stack, listener), false)?;
+        answer
+            .pointer("/RegisterListenerResponse/RegisterListenerResult/QueueUrl")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no QueueUrl in the answer".into() })
+    }
+
+    /// GetListenerCredentials (API-04): temporary keys for the listener's queue and for
+    /// the results it sends; `Expiration` is in epoch seconds.
+    pub fn get_listener_credentials(&self, stack: &str, listener: &str) -> Result<ListenerCredentials, Error> {
+        let action = "GetListenerCredentials";
+        let answer = self.call(action, &self.listener_params(stack, listener), false)?;
+        let malformed =
+            |what: &str| Error::Malformed { action: action.into(), reason: format!("no {what} in the answer") };
+        let credentials = answer
+            .pointer("/GetListenerCredentialsResponse/GetListenerCredentialsResult/Credentials")
+            .ok_or_else(|| malformed("Credentials"))?;
+        let text = |name: &str| {
+            credentials.get(name).and_then(Value::as_str).map(str::to_string).ok_or_else(|| malformed(name))
+        };
+        let expiration = credentials
+            .get("Expiration")
+            .and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())))
+            .and_then(|secs| DateTime::from_timestamp_micros((secs * 1e6).round() as i64))
+            .ok_or_else(|| malformed("Expiration"))?;
+        Ok(ListenerCredentials {
+            credentials: Credentials::new(
+                &text("AccessKeyId")?,
+                &text("SecretAccessKey")?,
+                Some(text("SessionToken")?),
+            ),
+            expiration,
+        })
+    }
+
+    /// `StackName` and, unless signing with the instance identity (from which the service
+    /// derives it), `ListenerId`.
+    fn listener_params<'a>(&self, stack: &'a str, listener: &'a str) -> Vec<(&'a str, &'a str)> {
+        let mut params = vec![("StackName", stack)];
+        if matches!(self.signer, Signer::SigV4(_)) {
+            params.push(("ListenerId", listener));
+        }
+        params
     }
 
     /// Calls an action with retries and returns the decoded JSON answer. The reference
@@ -263,6 +319,22 @@ mod tests {
         assert_eq!(transport.verdict(), Verdict::Retriable);
         let misconfigured = Error::Transport { endpoint: "x".into(), source: TransportError::config("bad CA bundle") };
         assert_eq!(misconfigured.verdict(), Verdict::Terminal);
+    }
+
+    #[test]
+    fn listener_params_leave_out_the_id_for_instance_identity() {
+        let http = Arc::new(HttpClient::new(Default::default(), "t"));
+        let imds = Arc::new(Imds::new("http://127.0.0.1:1", true, Policy::IMDS));
+        let v4 = CloudFormation::new(
+            "http://x".into(),
+            "us-east-1",
+            Signer::SigV4(Credentials::new("a", "b", None)),
+            http.clone(),
+            imds.clone(),
+        );
+        assert_eq!(v4.listener_params("s", "l"), [("StackName", "s"), ("ListenerId", "l")]);
+        let v1 = CloudFormation::new("http://x".into(), "us-east-1", Signer::InstanceIdentity, http, imds);
+        assert_eq!(v1.listener_params("s", "l"), [("StackName", "s")]);
     }
 
     #[test]

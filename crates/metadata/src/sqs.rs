@@ -1,10 +1,13 @@
 //! SQS over the query protocol, API version 2012-11-05 (API-06): the `SendMessage` that
-//! cfn-send-cmd-result uses to return a command's result (CMDT-02). Requests are POSTed
-//! form-encoded to the queue URL as given (EP-06: no rewriting to legacy host names),
-//! signed with SigV4 for service `sqs` (CRED-04), answered in XML, and retried by the
-//! reference's rules for SQS errors (NET-03).
+//! cfn-send-cmd-result and cfn-hup use to return a command's result (CMDT-02, HUP-CMD-03),
+//! POSTed form-encoded, and the `ReceiveMessage` (long poll) and `DeleteMessage` of
+//! cfn-hup's command listener (HUP-CMD-01), sent as GET with the parameters in the query
+//! string, as the reference does. Requests go to the queue URL as given (EP-06: no
+//! rewriting to legacy host names), signed with SigV4 for service `sqs` (CRED-04),
+//! answered in XML, and retried by the reference's rules for SQS errors (NET-03).
 //!
-//! The signing region comes from the queue URL (`sqs.<region>.amazonaws.com`,
+//! The signing region is the one set with [`Sqs::with_region`] (cfn-hup's `[main]
+//! region`), else it comes from the queue URL (`sqs.<region>.amazonaws.com`,
 //! `<region>.queue.amazonaws.com`, `queue.amazonaws.com` = us-east-1). The reference
 //! always signed for us-east-1 (BUG-SQSREGION), which fails for queues elsewhere; only
 //! a URL that names no region (a private endpoint, a test server) still gets us-east-1.
@@ -14,6 +17,7 @@ use crate::http::{self, HttpClient, TransportError};
 use crate::retry::{self, Policy, Verdict};
 use crate::sigv4;
 use chrono::Utc;
+use std::sync::Arc;
 
 pub const API_VERSION: &str = "2012-11-05";
 /// The region signed for when the queue URL names none (the reference's only region).
@@ -77,21 +81,75 @@ fn is_region(label: &str) -> bool {
         && rest[..rest.len() - 1].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
 }
 
+/// A message taken from a queue by ReceiveMessage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub message_id: String,
+    pub receipt_handle: String,
+    pub body: String,
+}
+
 /// An SQS client for one set of keys (a listener's temporary credentials).
 pub struct Sqs {
     credentials: Credentials,
-    http: HttpClient,
+    http: Arc<HttpClient>,
     retry: Policy,
+    region: Option<String>,
 }
 
 impl Sqs {
-    pub fn new(credentials: Credentials, http: HttpClient) -> Self {
-        Sqs { credentials, http, retry: Policy::SQS_SEND }
+    /// `http` may be shared (cfn-hup's listener makes a client per set of credentials).
+    pub fn new(credentials: Credentials, http: impl Into<Arc<HttpClient>>) -> Self {
+        Sqs { credentials, http: http.into(), retry: Policy::SQS_SEND, region: None }
     }
 
     pub fn with_retry(mut self, retry: Policy) -> Self {
         self.retry = retry;
         self
+    }
+
+    /// Signs for `region` whatever the queue URL says (cfn-hup signs for its `[main] region`).
+    pub fn with_region(mut self, region: &str) -> Self {
+        self.region = Some(region.to_string());
+        self
+    }
+
+    /// ReceiveMessage: waits up to `wait_seconds` for at most one message (SPEC §7.2).
+    /// One attempt: the caller's next round is the retry.
+    pub fn receive_message(&self, queue_url: &str, wait_seconds: u32) -> Result<Option<Message>, Error> {
+        let action = "ReceiveMessage";
+        let query = vec![
+            ("Action".to_string(), action.to_string()),
+            ("Version".to_string(), API_VERSION.to_string()),
+            ("MaxNumberOfMessages".to_string(), "1".to_string()),
+            ("AttributeName.1".to_string(), "All".to_string()),
+            ("WaitTimeSeconds".to_string(), wait_seconds.to_string()),
+        ];
+        let answer = self.attempt("GET", action, queue_url, &query)?;
+        let Some(start) = answer.find("<Message>") else {
+            return Ok(None);
+        };
+        let message = &answer[start..];
+        let field = |name: &str| {
+            xml_element(message, name)
+                .ok_or_else(|| Error::Malformed { action: action.into(), reason: format!("the message has no {name}") })
+        };
+        Ok(Some(Message {
+            message_id: field("MessageId")?,
+            receipt_handle: field("ReceiptHandle")?,
+            body: field("Body")?,
+        }))
+    }
+
+    /// DeleteMessage: removes a received message for good.
+    pub fn delete_message(&self, queue_url: &str, receipt_handle: &str) -> Result<(), Error> {
+        let action = "DeleteMessage";
+        let query = vec![
+            ("Action".to_string(), action.to_string()),
+            ("Version".to_string(), API_VERSION.to_string()),
+            ("ReceiptHandle".to_string(), receipt_handle.to_string()),
+        ];
+        retry::run(&self.retry, action, || self.attempt("GET", action, queue_url, &query), Error::verdict).map(drop)
     }
 
     /// SendMessage: puts `body` on the queue; returns the new message's id.
@@ -102,13 +160,21 @@ impl Sqs {
             ("MessageBody".to_string(), body.to_string()),
             ("Version".to_string(), API_VERSION.to_string()),
         ];
-        let answer = retry::run(&self.retry, action, || self.attempt(queue_url, &form), Error::verdict)?;
+        let answer =
+            retry::run(&self.retry, action, || self.attempt("POST", action, queue_url, &form), Error::verdict)?;
         xml_element(&answer, "MessageId")
             .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no MessageId in the answer".into() })
     }
 
-    /// One signed POST of `form` to the queue; the answer's text on success.
-    fn attempt(&self, queue_url: &str, form: &[(String, String)]) -> Result<String, Error> {
+    /// One signed request to the queue: `params` as the POST form or the GET query
+    /// string. The answer's text on success.
+    fn attempt(
+        &self,
+        method: &str,
+        action: &str,
+        queue_url: &str,
+        params: &[(String, String)],
+    ) -> Result<String, Error> {
         let endpoint = http::redact_url(queue_url);
         let transport = |source| Error::Transport { endpoint: endpoint.clone(), source };
         let parts = http::split_url(queue_url).map_err(transport)?;
@@ -120,15 +186,23 @@ impl Sqs {
             let reason = "a queue URL has no query string".to_string();
             return Err(Error::Transport { endpoint, source: TransportError::config(reason) });
         }
-        let payload = sigv4::canonical_query(form);
-        let region = queue_region(queue_url).unwrap_or_else(|| FALLBACK_REGION.to_string());
-        let mut headers: Vec<(&str, String)> =
-            vec![("Accept", "application/xml".into()), ("Content-Type", "application/x-www-form-urlencoded".into())];
+        let encoded = sigv4::canonical_query(params);
+        let (url, payload, query) = if method == "GET" {
+            (format!("{queue_url}?{encoded}"), String::new(), params)
+        } else {
+            (queue_url.to_string(), encoded, &[][..])
+        };
+        let region =
+            self.region.clone().or_else(|| queue_region(queue_url)).unwrap_or_else(|| FALLBACK_REGION.to_string());
+        let mut headers: Vec<(&str, String)> = vec![("Accept", "application/xml".into())];
+        if method == "POST" {
+            headers.push(("Content-Type", "application/x-www-form-urlencoded".into()));
+        }
         let request = sigv4::Request {
-            method: "POST",
+            method,
             host: &parts.netloc,
             path: &path,
-            query: &[],
+            query,
             headers: &headers,
             payload: payload.as_bytes(),
         };
@@ -136,8 +210,9 @@ impl Sqs {
             sigv4::sign(&request, &self.credentials, &sigv4::Scope { region: &region, service: "sqs" }, Utc::now());
         headers.extend(signed);
         headers.push(("Host", parts.netloc.clone()));
-        tracing::debug!("Calling SendMessage at {endpoint} (signed for {region})");
-        let response = self.http.send("POST", queue_url, &headers, Some(payload.as_bytes())).map_err(transport)?;
+        tracing::debug!("Calling {action} at {endpoint} (signed for {region})");
+        let body = (method == "POST").then_some(payload.as_bytes());
+        let response = self.http.send(method, &url, &headers, body).map_err(transport)?;
         let text = response.text();
         if response.is_success() {
             return Ok(text);
@@ -222,5 +297,9 @@ mod tests {
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
         assert_eq!(unreadable.verdict(), Verdict::Retriable);
         assert_eq!(xml_element("<a:MessageId> m-1 </a:MessageId>", "MessageId").as_deref(), Some("m-1"));
+        assert_eq!(
+            xml_element("<Body>{&quot;a&quot;: &quot;&lt;b&gt;&quot;}</Body>", "Body").as_deref(),
+            Some(r#"{"a": "<b>"}"#)
+        );
     }
 }
