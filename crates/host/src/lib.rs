@@ -1,9 +1,12 @@
 //! Effects on the host that cfn-init and cfn-hup share: running commands (shell or
 //! argv, a replaced environment, a working directory, another user, merged output)
-//! and looking up users and groups.
+//! and looking up users and groups and the host's name.
 
+pub mod hostname;
 pub mod process;
 pub mod users;
+
+pub use hostname::fqdn;
 
 /// A command line: a string runs through `/bin/sh -c`, a list is run directly.
 #[derive(Debug, Clone, PartialEq, Eq)]

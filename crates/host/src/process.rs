@@ -37,9 +37,27 @@ impl Finished {
     }
 }
 
-/// Runs the command to completion. `on_line` sees each output line (without its line
-/// end) as it is produced.
-pub fn run(invocation: &Invocation<'_>, mut on_line: impl FnMut(&[u8])) -> std::io::Result<Finished> {
+/// How a command ended when its two output streams were kept apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Captured {
+    /// The exit code, or minus the signal number that killed the process.
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs the command to completion with stdout and stderr captured separately (cfn-hup's
+/// command hooks report them in different result fields).
+pub fn run_captured(invocation: &Invocation<'_>) -> std::io::Result<Captured> {
+    let mut command = build(invocation);
+    command.stdin(Stdio::null());
+    let output = command.output()?;
+    let code = output.status.code().unwrap_or_else(|| -output.status.signal().unwrap_or(0));
+    Ok(Captured { code, stdout: output.stdout, stderr: output.stderr })
+}
+
+/// The command line, environment, directory and user of an invocation.
+fn build(invocation: &Invocation<'_>) -> Command {
     let mut command = match invocation.command {
         CommandLine::Shell(script) => {
             let mut c = Command::new("/bin/sh");
@@ -62,6 +80,13 @@ pub fn run(invocation: &Invocation<'_>, mut on_line: impl FnMut(&[u8])) -> std::
     if let Some(user) = invocation.runas {
         switch_user(&mut command, user);
     }
+    command
+}
+
+/// Runs the command to completion. `on_line` sees each output line (without its line
+/// end) as it is produced.
+pub fn run(invocation: &Invocation<'_>, mut on_line: impl FnMut(&[u8])) -> std::io::Result<Finished> {
+    let mut command = build(invocation);
     let (mut reader, writer) = std::io::pipe()?;
     command.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
     let mut child = command.spawn()?;
@@ -136,6 +161,13 @@ mod tests {
         let argv = CommandLine::Argv(vec!["printf".into(), "%s|".into(), "a b".into(), "c".into()]);
         let (f, _) = run_collect(&Invocation { command: &argv, env: None, cwd: None, runas: None });
         assert_eq!((f.code, f.text().as_str()), (0, "a b|c|"));
+    }
+
+    #[test]
+    fn captured_keeps_the_streams_apart() {
+        let shell = CommandLine::Shell("echo out; echo err >&2; echo more; exit 4".into());
+        let c = run_captured(&Invocation { command: &shell, env: None, cwd: None, runas: None }).unwrap();
+        assert_eq!((c.code, c.stdout.as_slice(), c.stderr.as_slice()), (4, &b"out\nmore\n"[..], &b"err\n"[..]));
     }
 
     #[test]
