@@ -1,17 +1,26 @@
-//! `cfn-hup` (SPEC §14): watches stack resources and runs hook actions when they change.
+//! `cfn-hup` (SPEC §14): watches stack resources and runs hook actions when they change,
+//! and, when command hooks (`triggers=on.command`) exist, listens for CloudFormation
+//! commands on its SQS queue and runs their hooks (SPEC §14.7).
 //!
 //! Three ways to run:
-//! * `--no-daemon`: one pass over the hooks, then exit (HUP-RUN-01);
+//! * `--no-daemon`: one pass over the update hooks and one receive round of the command
+//!   listener, then exit (HUP-RUN-01);
 //! * default: a classic daemon (double fork, pid file), for SysV init scripts (HUP-RUN-02);
 //! * `-F`/`--foreground`: the same service without detaching, for systemd `Type=simple`
 //!   (HUP-RUN-05).
 //!
+//! In the service modes the command listener runs on a thread of its own, so update
+//! hooks keep their cadence.
+//!
 //! `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS` replaces the interval (minutes in the
-//! configuration) by a number of seconds. It is a test aid only; production never sets it.
+//! configuration) by a number of seconds, and `CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS`
+//! the listener's 20 s long poll (0–20). They are test aids only; production never sets them.
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, report};
 use cfn_hooks::daemon::{self, Forked, PidFile, Schedule, Signals, Wake};
+use cfn_hooks::listener::{self, Listener, ListenerOptions};
+use cfn_hooks::listener_thread::ListenerThread;
 use cfn_hooks::service::Service;
 use cfn_hooks::{Health, HupConfig, MetadataDb, PassOptions, PassReport, config, run_pass};
 use cfn_metadata::credentials::CredentialError;
@@ -23,6 +32,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const INTERVAL_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
+pub const RECEIVE_WAIT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS";
+/// How long SIGTERM waits for the command listener to finish its round.
+const LISTENER_GRACE: Duration = Duration::from_secs(1);
 const ALIVE_EVERY: Duration = Duration::from_secs(300);
 
 pub fn parser(prog: &str) -> Parser {
@@ -79,10 +91,28 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     };
     logging::set_level(report::level(verbose || config.main.verbose));
     let imds = Arc::new(Imds::from_env());
+    // The listener id is settled with the configuration, before any pass (SPEC §14.7).
+    let listener_id = if config.command_hooks.is_empty() {
+        None
+    } else {
+        match listener::listener_id(&config.main, &imds) {
+            Ok(id) => Some(id),
+            Err(e) => return report::failure(format!("Error: {e}")),
+        }
+    };
     match mode {
-        Mode::Once => once(&config, imds),
-        _ => serve(config, imds, mode, verbose),
+        Mode::Once => once(&config, imds, listener_id),
+        _ => serve(config, imds, mode, verbose, listener_id),
     }
+}
+
+/// The listener's options: the long poll (shortened only by the test aid) and the SQS retries.
+fn listener_options(sqs_retry: Policy) -> ListenerOptions {
+    let wait = std::env::var(RECEIVE_WAIT_OVERRIDE)
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(listener::RECEIVE_WAIT_SECONDS, |w| w.min(listener::RECEIVE_WAIT_SECONDS));
+    ListenerOptions { receive_wait_seconds: wait, sqs_retry }
 }
 
 fn credential_failure(e: &CredentialError) -> ExitCode {
@@ -94,8 +124,9 @@ fn credential_failure(e: &CredentialError) -> ExitCode {
     }
 }
 
-/// `--no-daemon`: one pass with the reference's retries and error lines, exit 0.
-fn once(config: &HupConfig, imds: Arc<Imds>) -> ExitCode {
+/// `--no-daemon`: one pass with the reference's retries and error lines, then one round
+/// of the command listener; exit 0.
+fn once(config: &HupConfig, imds: Arc<Imds>, listener_id: Option<String>) -> ExitCode {
     let service = match Service::new(&config.main, imds) {
         Ok(service) => service,
         Err(e) => return credential_failure(&e),
@@ -112,6 +143,12 @@ fn once(config: &HupConfig, imds: Arc<Imds>) -> ExitCode {
         &mut db,
         &PassOptions { quiet_outages: false, stop: &|| false },
     );
+    if let Some(id) = listener_id {
+        let mut listener = Listener::new(&config.main, id, service, listener_options(Policy::SQS_SEND));
+        if let Err(e) = listener.round(&config.command_hooks) {
+            return report::failure(format!("Error: {e}"));
+        }
+    }
     ExitCode::SUCCESS
 }
 
@@ -131,6 +168,9 @@ fn interruptible_sleep(duration: Duration) {
 /// included — a throttled pass makes the schedule leave out polls instead; sleeps end
 /// early on SIGTERM.
 const DAEMON_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: interruptible_sleep };
+/// The listener's SQS retries in the service: SendMessage's 25 tries, with sleeps that
+/// end early on SIGTERM.
+const DAEMON_SQS_RETRY: Policy = Policy { sleep: interruptible_sleep, ..Policy::SQS_SEND };
 
 /// Longest interval honoured (a year); the shortest test interval is 50 ms.
 const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -146,7 +186,7 @@ fn interval(config: &HupConfig) -> Result<Duration, config::ConfigError> {
     Ok(Duration::from_secs(minutes.saturating_mul(60)).min(MAX_INTERVAL))
 }
 
-fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool) -> ExitCode {
+fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool, listener_id: Option<String>) -> ExitCode {
     let every = match interval(&config) {
         Ok(every) => every,
         Err(e) => return report::failure(format!("Error: {e}")),
@@ -165,6 +205,17 @@ fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool) -> ExitC
     let service = match Service::new(&config.main, imds.clone()) {
         Ok(service) => service.with_retry(DAEMON_RETRY),
         Err(e) => return credential_failure(&e),
+    };
+    // The listener's own client, made before detaching so that errors reach the caller;
+    // its thread starts only once the service runs.
+    let listener = match listener_id {
+        None => None,
+        Some(id) => match Service::new(&config.main, imds.clone()) {
+            Ok(s) => {
+                Some(Listener::new(&config.main, id, s.with_retry(DAEMON_RETRY), listener_options(DAEMON_SQS_RETRY)))
+            }
+            Err(e) => return credential_failure(&e),
+        },
     };
     let pid_path = daemon::default_pid_path();
     let (pid_file, signals) = match mode {
@@ -196,9 +247,13 @@ fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool) -> ExitC
             }
         }
     };
-    let mut running = Running { config, service, imds, every, verbose, signals };
+    let listener = listener.map(|l| ListenerThread::spawn(l, config.command_hooks.clone(), daemon::terminate_pending));
+    let mut running = Running { config, service, imds, every, verbose, signals, listener };
     running.run();
     tracing::info!("Shutting down cfn-hup");
+    if let Some(listener) = running.listener.take() {
+        listener.stop(LISTENER_GRACE);
+    }
     drop(pid_file);
     ExitCode::SUCCESS
 }
@@ -210,6 +265,7 @@ struct Running {
     every: Duration,
     verbose: bool,
     signals: Signals,
+    listener: Option<ListenerThread>,
 }
 
 fn same_kind(a: &Health, b: &Health) -> bool {
@@ -293,6 +349,27 @@ impl Running {
         }
     }
 
+    /// Hands the reloaded command hooks to the running listener, or replaces it (`new`
+    /// listener), or stops it when no command hook is left. A replaced listener is not
+    /// waited for: it ends after its current long poll.
+    fn replace_listener(&mut self, new: Option<Listener>, config: &HupConfig) {
+        match (new, self.listener.take()) {
+            (Some(listener), old) => {
+                if let Some(old) = old {
+                    old.stop(Duration::ZERO);
+                }
+                self.listener =
+                    Some(ListenerThread::spawn(listener, config.command_hooks.clone(), daemon::terminate_pending));
+            }
+            (None, Some(old)) if config.command_hooks.is_empty() => old.stop(Duration::ZERO),
+            (None, Some(old)) => {
+                old.set_hooks(config.command_hooks.clone());
+                self.listener = Some(old);
+            }
+            (None, None) => {}
+        }
+    }
+
     /// SIGHUP (HUP-RUN-06): read the configuration directory again; a configuration that
     /// does not load leaves the running one in place.
     fn reload(&mut self) -> bool {
@@ -306,13 +383,23 @@ impl Running {
             } else {
                 Some(Service::new(&new.main, self.imds.clone()).map_err(|e| e.to_string())?.with_retry(DAEMON_RETRY))
             };
-            Ok((new, every, umask, service))
+            // A new listener when command hooks appear or [main] changed (stack, keys).
+            let listener = if new.command_hooks.is_empty() || (new.main == self.config.main && self.listener.is_some())
+            {
+                None
+            } else {
+                let id = listener::listener_id(&new.main, &self.imds).map_err(|e| e.to_string())?;
+                let service = Service::new(&new.main, self.imds.clone()).map_err(|e| e.to_string())?;
+                Some(Listener::new(&new.main, id, service.with_retry(DAEMON_RETRY), listener_options(DAEMON_SQS_RETRY)))
+            };
+            Ok((new, every, umask, service, listener))
         });
         match outcome {
-            Ok((new, every, umask, service)) => {
+            Ok((new, every, umask, service, listener)) => {
                 if let Some(service) = service {
                     self.service = service;
                 }
+                self.replace_listener(listener, &new);
                 daemon::set_umask(umask.unwrap_or(config::DEFAULT_UMASK));
                 logging::set_level(report::level(self.verbose || new.main.verbose));
                 tracing::info!("Configuration reloaded: {} hook(s) on stack {}", new.hooks.len(), new.main.stack);

@@ -1,6 +1,7 @@
 //! cfn-hup's configuration directory (HUP-CONF-01..03, HUP-HOOK-01..02): `cfn-hup.conf`
-//! with its `[main]` section, and the update hooks of `hooks.conf` plus every regular
-//! file in `hooks.d/` (read in name order, later files overriding earlier values).
+//! with its `[main]` section, and the hooks of `hooks.conf` plus every regular file in
+//! `hooks.d/` (read in name order, later files overriding earlier values): update hooks,
+//! and command hooks (`triggers=on.command`, SPEC §14.7) whose `path` names the command.
 
 use crate::ini::{Ini, IniError};
 use crate::path::{HookPath, PathError};
@@ -37,6 +38,8 @@ pub enum ConfigError {
     IntervalNotInteger(String),
     #[error("Invalid octal value specified for umask in config file: {0}")]
     Umask(String),
+    #[error("Multiple hooks for the same command ({0})")]
+    DuplicateCommand(String),
 }
 
 /// The `[main]` section.
@@ -91,7 +94,27 @@ impl MainConfig {
     }
 }
 
-/// An update hook (`on.command` hooks are command hooks, a later feature).
+/// A command hook: runs `action` when a command named `command` arrives (SPEC §14.7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandHook {
+    pub name: String,
+    /// The hook's `path`: the command name it answers.
+    pub command: String,
+    pub action: String,
+    pub runas: Option<String>,
+    /// Only the listener that CloudFormation elects runs the command.
+    pub singleton: bool,
+    /// Whether the action's outcome is sent to the command's result queue.
+    pub send_result: bool,
+}
+
+/// The reference's bool-ish values (SPEC §10.11): `true`, `yes`, `y` or `1`, trimmed and
+/// in any case; everything else is false.
+pub fn is_true(text: &str) -> bool {
+    matches!(text.trim().to_ascii_lowercase().as_str(), "true" | "yes" | "y" | "1")
+}
+
+/// An update hook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
     pub name: String,
@@ -112,6 +135,14 @@ pub struct HupConfig {
     pub dir: PathBuf,
     pub main: MainConfig,
     pub hooks: Vec<Hook>,
+    pub command_hooks: Vec<CommandHook>,
+}
+
+/// The hooks of the hook files, by kind.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hooks {
+    pub update: Vec<Hook>,
+    pub command: Vec<CommandHook>,
 }
 
 /// ConfigParser's `getboolean`.
@@ -168,9 +199,9 @@ pub fn hook_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Reads the update hooks. Hooks missing a key are skipped with the reference's ERROR
-/// line; an invalid path is fatal (HUP-PATH-01).
-pub fn load_hooks(dir: &Path) -> Result<Vec<Hook>, ConfigError> {
+/// Reads the hooks. Hooks missing a key are skipped with the reference's ERROR line; an
+/// invalid update-hook path and two command hooks for one command are fatal (HUP-PATH-01).
+pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
     let files = hook_files(dir);
     if files.is_empty() {
         return Err(ConfigError::NoHookFiles(dir.display().to_string()));
@@ -179,7 +210,7 @@ pub fn load_hooks(dir: &Path) -> Result<Vec<Hook>, ConfigError> {
     for file in &files {
         ini.read_file(file).map_err(|source| ConfigError::Read { path: file.display().to_string(), source })??;
     }
-    let mut hooks = Vec::new();
+    let mut hooks = Hooks::default();
     for name in ini.sections() {
         let Some(triggers) = ini.get(&name, "triggers")? else {
             tracing::error!("No triggers specified for hook {name}");
@@ -194,16 +225,20 @@ pub fn load_hooks(dir: &Path) -> Result<Vec<Hook>, ConfigError> {
             tracing::error!("No action specified for hook {name}");
             continue;
         };
+        let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
         if triggers == ["on.command"] {
-            tracing::warn!(
-                "Hook {name} is a command hook (on.command); command hooks are not supported yet, skipping it"
-            );
+            let command = path.trim().to_string();
+            if hooks.command.iter().any(|h| h.command == command) {
+                return Err(ConfigError::DuplicateCommand(command));
+            }
+            let singleton = ini.get(&name, "singleton")?.is_some_and(|v| is_true(&v));
+            let send_result = ini.get(&name, "send_result")?.is_none_or(|v| is_true(&v));
+            hooks.command.push(CommandHook { name, command, action, runas, singleton, send_result });
             continue;
         }
-        let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
-        hooks.push(Hook { path: HookPath::parse(&path)?, name, triggers, action, runas });
+        hooks.update.push(Hook { path: HookPath::parse(&path)?, name, triggers, action, runas });
     }
-    if hooks.is_empty() {
+    if hooks.update.is_empty() && hooks.command.is_empty() {
         return Err(ConfigError::NoValidHooks);
     }
     Ok(hooks)
@@ -213,7 +248,7 @@ pub fn load_hooks(dir: &Path) -> Result<Vec<Hook>, ConfigError> {
 pub fn load(dir: &Path) -> Result<HupConfig, ConfigError> {
     let main = load_main(dir)?;
     let hooks = load_hooks(dir)?;
-    Ok(HupConfig { dir: dir.to_path_buf(), main, hooks })
+    Ok(HupConfig { dir: dir.to_path_buf(), main, hooks: hooks.update, command_hooks: hooks.command })
 }
 
 #[cfg(test)]
@@ -311,6 +346,50 @@ mod tests {
     }
 
     #[test]
+    fn command_hooks_are_read_with_their_flags() {
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            (
+                "hooks.conf",
+                "[a]\ntriggers=on.command\npath= deploy \naction=run it\nrunas=nobody\nsingleton=Yes\n\
+                 [b]\ntriggers= on.command\npath=other\naction=x\nsend_result=false\nsingleton=nope\n\
+                 [c]\ntriggers=on.command,post.add\npath=Resources.A\naction=u\n",
+            ),
+        ]);
+        let c = load(d.path()).unwrap();
+        assert_eq!(
+            c.command_hooks,
+            [
+                CommandHook {
+                    name: "a".into(),
+                    command: "deploy".into(),
+                    action: "run it".into(),
+                    runas: Some("nobody".into()),
+                    singleton: true,
+                    send_result: true
+                },
+                CommandHook {
+                    name: "b".into(),
+                    command: "other".into(),
+                    action: "x".into(),
+                    runas: None,
+                    singleton: false,
+                    send_result: false
+                },
+            ]
+        );
+        // Only triggers of exactly `on.command` make a command hook.
+        assert_eq!(c.hooks.len(), 1);
+        // Command hooks alone are valid hooks.
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            ("hooks.conf", "[a]\ntriggers=on.command\npath=x\naction=y\n"),
+        ]);
+        let c = load(d.path()).unwrap();
+        assert_eq!((c.hooks.len(), c.command_hooks.len()), (0, 1));
+    }
+
+    #[test]
     fn invalid_hooks_are_skipped_and_bad_paths_are_fatal() {
         let d = dir_with(&[
             ("cfn-hup.conf", "[main]\nstack=s\n"),
@@ -328,6 +407,14 @@ mod tests {
             load(d.path()).unwrap_err().to_string(),
             "Unsupported path: only changes to Resources are supported (path: Stack.A)"
         );
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            (
+                "hooks.conf",
+                "[a]\ntriggers=on.command\npath=deploy\naction=x\n[b]\ntriggers=on.command\npath= deploy\naction=y\n",
+            ),
+        ]);
+        assert_eq!(load(d.path()).unwrap_err().to_string(), "Multiple hooks for the same command (deploy)");
         let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n"), ("hooks.conf", "triggers=x\n")]);
         assert!(load(d.path()).unwrap_err().to_string().starts_with("File contains no section headers."));
     }

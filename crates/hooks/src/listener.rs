@@ -1,0 +1,476 @@
+//! cfn-hup's command listener (SPEC §14.7; HUP-CMD-01..04): registers with
+//! CloudFormation, which answers with an SQS queue for this listener, fetches listener
+//! credentials and keeps them fresh, long-polls the queue, and runs the command hook
+//! named by each command before sending the action's result to the command's result
+//! queue.
+//!
+//! One round ([`Listener::round`]) is one receive; `--no-daemon` does one round, the
+//! service runs rounds back to back on a thread of their own, so update hooks are never
+//! delayed by a long poll or a running command. Messages are handled one at a time on
+//! that thread (the reference started a thread per message; one worker keeps memory
+//! flat and makes "already being processed" impossible rather than checked).
+//!
+//! The listener credentials are secrets: they reach the action's environment but never
+//! the log (WEAK-secrets, which the reference had).
+
+use crate::command_message::{self, Command};
+use crate::commands_run::CommandsRun;
+use crate::config::{CommandHook, MainConfig};
+use crate::service::Service;
+use cfn_host::CommandLine;
+use cfn_host::process::{self, Invocation};
+use cfn_metadata::cfn::{Error as ApiError, ListenerCredentials};
+use cfn_metadata::http::{self, HttpClient};
+use cfn_metadata::retry::Policy;
+use cfn_metadata::sqs::{self, Sqs};
+use cfn_metadata::{Imds, ProxyOptions};
+use chrono::Utc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// ReceiveMessage's long poll (SPEC §7.2).
+pub const RECEIVE_WAIT_SECONDS: u32 = 20;
+/// The pause after a round that could not receive (and for expired credentials).
+pub const BACKOFF: Duration = Duration::from_secs(20);
+const NON_EXISTENT_QUEUE: &str = "AWS.SimpleQueueService.NonExistentQueue";
+/// Environment variables whose values must not be logged.
+const SECRET_VARIABLES: &[&str] = &["RESULT_SECRET_KEY", "RESULT_SESSION_TOKEN"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListenerError {
+    #[error("Could not retrieve instance id")]
+    NoInstanceId,
+    /// RegisterListener answered ValidationError: nothing the next round could change.
+    #[error("Terminal failure registering listener: {0}")]
+    Registration(ApiError),
+}
+
+/// The listener id (SPEC §14.7): the EC2 instance id; off EC2 with explicit credentials
+/// (`role` or `credential-file`) the host's fully qualified name; off EC2 with instance
+/// identity signing there is no identity at all.
+pub fn listener_id(main: &MainConfig, imds: &Imds) -> Result<String, ListenerError> {
+    if let Some(id) = imds.instance_id() {
+        return Ok(id);
+    }
+    if main.role.is_some() || main.credential_file.is_some() {
+        return Ok(cfn_host::fqdn());
+    }
+    Err(ListenerError::NoInstanceId)
+}
+
+/// When to fetch listener credentials again, given how long the current ones remain
+/// valid: with more than 30 minutes left, after half of it (at most 2 hours); otherwise
+/// within the next minute.
+pub fn refresh_delay(remaining: Duration) -> Duration {
+    if remaining > Duration::from_secs(30 * 60) {
+        (remaining / 2).min(Duration::from_secs(2 * 3600))
+    } else {
+        Duration::from_secs_f64(fastrand::f64() * 60.0)
+    }
+}
+
+/// What a round did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Round {
+    /// The long poll ended without a message.
+    Idle,
+    /// A message was handled (run, skipped or left in the queue).
+    Handled,
+    /// Nothing could be received; wait this long before the next round.
+    Backoff(Duration),
+}
+
+pub struct ListenerOptions {
+    pub receive_wait_seconds: u32,
+    /// Retries of SendMessage/DeleteMessage (the daemon's sleeps end early on SIGTERM).
+    pub sqs_retry: Policy,
+}
+
+impl Default for ListenerOptions {
+    fn default() -> Self {
+        ListenerOptions { receive_wait_seconds: RECEIVE_WAIT_SECONDS, sqs_retry: Policy::SQS_SEND }
+    }
+}
+
+pub struct Listener {
+    stack: String,
+    region: String,
+    listener_id: String,
+    service: Service,
+    http: Arc<HttpClient>,
+    options: ListenerOptions,
+    queue_url: Option<String>,
+    expired: bool,
+    credentials: Option<ListenerCredentials>,
+    next_refresh: Instant,
+    commands_run: CommandsRun,
+}
+
+impl Listener {
+    pub fn new(main: &MainConfig, listener_id: String, service: Service, options: ListenerOptions) -> Listener {
+        Listener {
+            stack: main.stack.clone(),
+            region: main.region.clone(),
+            listener_id,
+            service,
+            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_metadata::api_user_agent())),
+            options,
+            queue_url: None,
+            expired: false,
+            credentials: None,
+            next_refresh: Instant::now(),
+            commands_run: CommandsRun::load(&CommandsRun::default_path()),
+        }
+    }
+
+    pub fn listener_id(&self) -> &str {
+        &self.listener_id
+    }
+
+    /// Register if needed, refresh credentials when due, receive at most one message and
+    /// handle it. Only a terminal registration failure is an error.
+    pub fn round(&mut self, hooks: &[CommandHook]) -> Result<Round, ListenerError> {
+        let client = match self.service.client() {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::error!("Could not reach CloudFormation for the command listener: {e}");
+                return Ok(Round::Backoff(BACKOFF));
+            }
+        };
+        if self.queue_url.is_none() || self.expired {
+            match client.register_listener(&self.stack, &self.listener_id) {
+                Ok(url) => {
+                    tracing::info!("Registered listener {} on stack {}: queue {url}", self.listener_id, self.stack);
+                    self.queue_url = Some(url);
+                    if self.expired {
+                        // A new registration needs credentials of its own.
+                        self.credentials = None;
+                        self.expired = false;
+                    }
+                }
+                Err(e @ ApiError::Remote { .. }) if is_code(&e, "ValidationError") => {
+                    return Err(ListenerError::Registration(e));
+                }
+                Err(e) => {
+                    tracing::error!("Could not register listener {}: {e}", self.listener_id);
+                    return Ok(Round::Backoff(BACKOFF));
+                }
+            }
+        }
+        let Some(queue_url) = self.queue_url.clone() else {
+            return Ok(Round::Backoff(BACKOFF));
+        };
+        if self.credentials.is_none() || Instant::now() >= self.next_refresh {
+            match client.get_listener_credentials(&self.stack, &self.listener_id) {
+                Ok(fresh) => {
+                    let remaining = (fresh.expiration - Utc::now()).to_std().unwrap_or_default();
+                    self.next_refresh = Instant::now() + refresh_delay(remaining);
+                    tracing::debug!(
+                        "Listener credentials {} valid until {}; next refresh in {:.0} s",
+                        fresh.credentials.access_key,
+                        fresh.expiration,
+                        self.next_refresh.saturating_duration_since(Instant::now()).as_secs_f64()
+                    );
+                    self.credentials = Some(fresh);
+                }
+                Err(e) if is_code(&e, "ListenerExpired") => {
+                    tracing::warn!("Listener {} has expired; registering again: {e}", self.listener_id);
+                    self.expired = true;
+                    return Ok(Round::Backoff(Duration::ZERO));
+                }
+                Err(e) => {
+                    tracing::error!("Could not get credentials for listener {}: {e}", self.listener_id);
+                    let Some(current) = &self.credentials else {
+                        return Ok(Round::Backoff(BACKOFF));
+                    };
+                    // Keep the current keys while they last; try again by the same rule.
+                    let remaining = (current.expiration - Utc::now()).to_std().unwrap_or_default();
+                    self.next_refresh = Instant::now() + refresh_delay(remaining);
+                }
+            }
+        }
+        let Some(credentials) = self.credentials.clone() else {
+            return Ok(Round::Backoff(BACKOFF));
+        };
+        if credentials.expiration <= Utc::now() {
+            tracing::error!("Expired credentials found; skipping process");
+            return Ok(Round::Backoff(BACKOFF));
+        }
+        let sqs = Sqs::new(credentials.credentials.clone(), self.http.clone())
+            .with_region(&self.region)
+            .with_retry(self.options.sqs_retry);
+        let message = match sqs.receive_message(&queue_url, self.options.receive_wait_seconds) {
+            Ok(Some(message)) => message,
+            Ok(None) => return Ok(Round::Idle),
+            Err(e) if is_sqs_code(&e, NON_EXISTENT_QUEUE) => {
+                tracing::warn!("The listener's queue {queue_url} no longer exists; registering again");
+                self.queue_url = None;
+                return Ok(Round::Backoff(Duration::ZERO));
+            }
+            Err(e) => {
+                tracing::error!("Could not receive commands from {queue_url}: {e}");
+                return Ok(Round::Backoff(BACKOFF));
+            }
+        };
+        let context = Context { client: &client, sqs: &sqs, queue_url: &queue_url, credentials: &credentials };
+        self.handle(&context, hooks, &message);
+        Ok(Round::Handled)
+    }
+
+    fn handle(&mut self, cx: &Context<'_>, hooks: &[CommandHook], message: &sqs::Message) {
+        let command = match Command::from_body(&message.body) {
+            Ok(command) => command,
+            Err(e) => {
+                tracing::error!("Could not read command message {}: {e}; deleting it", message.message_id);
+                cx.delete(message);
+                return;
+            }
+        };
+        let id = command.id();
+        if self.commands_run.contains(&id) {
+            tracing::info!("Command {id} has already run; deleting the repeated message");
+            cx.delete(message);
+            return;
+        }
+        if command.is_expired(Utc::now().timestamp_millis()) {
+            tracing::info!(
+                "Command {id} expired (Expiration {} ms); deleting it without running",
+                command.expiration_ms
+            );
+            cx.delete(message);
+            return;
+        }
+        let Some(hook) = hooks.iter().find(|h| h.command == command.command_name) else {
+            tracing::info!("No hook for command {}; {id} counts as completed", command.command_name);
+            self.complete(cx, &id, message);
+            return;
+        };
+        if hook.singleton {
+            match cx.client.elect_command_leader(
+                &self.stack,
+                &command.command_name,
+                &command.invocation_id,
+                &self.listener_id,
+            ) {
+                Ok(leader) if leader != self.listener_id => {
+                    tracing::info!("Listener {leader} leads {id}; hook {} does not run here", hook.name);
+                    self.complete(cx, &id, message);
+                    return;
+                }
+                Ok(_) => tracing::info!("This listener leads {id}"),
+                Err(e) => {
+                    tracing::error!("Could not elect a leader for {id}: {e}; the message stays in the queue");
+                    return;
+                }
+            }
+        }
+        let Some((code, stdout, stderr)) = self.run_action(hook, &command, cx.credentials) else {
+            return;
+        };
+        if hook.send_result {
+            let body = command_message::result_body(&command, &self.listener_id, code, &stdout, &stderr);
+            if let Err(e) = cx.sqs.send_message(&command.result_queue, &body) {
+                tracing::error!(
+                    "Could not send the result of {id} to {}: {e}; the message stays in the queue",
+                    command.result_queue
+                );
+                return;
+            }
+            tracing::info!("Sent the result of {id} to {}", command.result_queue);
+        }
+        self.complete(cx, &id, message);
+    }
+
+    /// Records the command as run and deletes its message.
+    fn complete(&mut self, cx: &Context<'_>, id: &str, message: &sqs::Message) {
+        if let Err(e) = self.commands_run.record(id, Utc::now()) {
+            tracing::error!("Could not record command {id} in {}: {e}", CommandsRun::default_path().display());
+        }
+        cx.delete(message);
+    }
+
+    /// The action with the command's environment, stdout and stderr kept apart. `None`
+    /// when it could not be started (the message stays in the queue).
+    fn run_action(
+        &self,
+        hook: &CommandHook,
+        command: &Command,
+        credentials: &ListenerCredentials,
+    ) -> Option<(i32, String, String)> {
+        let user = match &hook.runas {
+            None => None,
+            Some(name) => match cfn_host::users::user(name) {
+                Some(user) => Some(user),
+                None => {
+                    tracing::error!("Action for {} cannot run: user {name} does not exist", hook.name);
+                    return None;
+                }
+            },
+        };
+        let added = command_env(command, &self.stack, &self.listener_id, credentials);
+        tracing::debug!("Action environment: {}", shown_env(&added));
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        for (k, v) in added {
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
+        tracing::info!("Running action for {} (command {})", hook.name, command.id());
+        let line = CommandLine::Shell(hook.action.clone());
+        let invocation = Invocation { command: &line, env: Some(&env), cwd: None, runas: user.as_ref() };
+        match process::run_captured(&invocation) {
+            Ok(done) => {
+                let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
+                let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+                if done.code == 0 {
+                    tracing::info!("Action for {} succeeded", hook.name);
+                } else {
+                    tracing::warn!("Action for {} exited with {}", hook.name, done.code);
+                }
+                tracing::debug!("Action for {} stdout: {stdout}", hook.name);
+                tracing::debug!("Action for {} stderr: {stderr}", hook.name);
+                Some((done.code, stdout, stderr))
+            }
+            Err(e) => {
+                tracing::error!("Action for {} could not be started: {e}", hook.name);
+                None
+            }
+        }
+    }
+}
+
+/// The clients of one round.
+struct Context<'a> {
+    client: &'a cfn_metadata::CloudFormation,
+    sqs: &'a Sqs,
+    queue_url: &'a str,
+    credentials: &'a ListenerCredentials,
+}
+
+impl Context<'_> {
+    fn delete(&self, message: &sqs::Message) {
+        if let Err(e) = self.sqs.delete_message(self.queue_url, &message.receipt_handle) {
+            tracing::error!("Could not delete message {} from {}: {e}", message.message_id, self.queue_url);
+        }
+    }
+}
+
+/// The variables a command's action gets on top of cfn-hup's environment.
+pub fn command_env(
+    command: &Command,
+    stack: &str,
+    listener_id: &str,
+    credentials: &ListenerCredentials,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let Some(data) = &command.data {
+        env.push(("CMD_DATA".to_string(), data.clone()));
+    }
+    env.push(("INVOCATION_ID".into(), command.invocation_id.clone()));
+    env.push(("DISPATCHER_ID".into(), command.dispatcher_id.clone()));
+    env.push(("CMD_NAME".into(), command.command_name.clone()));
+    env.push(("STACK_NAME".into(), stack.to_string()));
+    env.push(("LISTENER_ID".into(), listener_id.to_string()));
+    env.push(("RESULT_QUEUE".into(), command.result_queue.clone()));
+    if let Some(handle) = &command.event_handle {
+        env.push(("EVENT_HANDLE".into(), handle.clone()));
+    }
+    let keys = &credentials.credentials;
+    env.push(("RESULT_ACCESS_KEY".into(), keys.access_key.clone()));
+    env.push(("RESULT_SECRET_KEY".into(), keys.secret_key.clone()));
+    env.push(("RESULT_SESSION_TOKEN".into(), keys.session_token.clone().unwrap_or_default()));
+    env
+}
+
+/// The command variables for the log: secrets masked, the event handle's signature too.
+pub fn shown_env(env: &[(String, String)]) -> String {
+    let shown: Vec<String> = env
+        .iter()
+        .map(|(k, v)| {
+            let value = if SECRET_VARIABLES.contains(&k.as_str()) {
+                "<redacted>".to_string()
+            } else if k == "EVENT_HANDLE" {
+                http::redact_url(v)
+            } else {
+                v.clone()
+            };
+            format!("{k:?}: {value:?}")
+        })
+        .collect();
+    format!("{{{}}}", shown.join(", "))
+}
+
+fn is_code(error: &ApiError, wanted: &str) -> bool {
+    matches!(error, ApiError::Remote { code, .. } if code == wanted)
+}
+
+fn is_sqs_code(error: &sqs::Error, wanted: &str) -> bool {
+    matches!(error, sqs::Error::Remote { code, .. } if code == wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfn_metadata::Credentials;
+
+    #[test]
+    fn refresh_schedule() {
+        let hour = Duration::from_secs(3600);
+        assert_eq!(refresh_delay(hour), Duration::from_secs(1800));
+        assert_eq!(refresh_delay(6 * hour), 2 * hour, "at most two hours");
+        assert_eq!(refresh_delay(Duration::from_secs(31 * 60)), Duration::from_secs(31 * 30));
+        for remaining in [Duration::from_secs(30 * 60), Duration::from_secs(5), Duration::ZERO] {
+            for _ in 0..50 {
+                assert!(refresh_delay(remaining) <= Duration::from_secs(60), "{remaining:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_environment_carries_the_command_and_the_log_masks_secrets() {
+        let command = Command {
+            dispatcher_id: "d".into(),
+            command_name: "c".into(),
+            invocation_id: "i".into(),
+            expiration_ms: 0,
+            result_queue: "http://q".into(),
+            data: Some("x y".into()),
+            event_handle: Some("https://e/h?X-Amz-Signature=s1gvalue&a=b".into()),
+        };
+        let credentials = ListenerCredentials {
+            credentials: Credentials::new("AK", "s3cr3tvalue", Some("t0kenvalue".into())),
+            expiration: Utc::now(),
+        };
+        let env = command_env(&command, "st", "l-1", &credentials);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "CMD_DATA",
+                "INVOCATION_ID",
+                "DISPATCHER_ID",
+                "CMD_NAME",
+                "STACK_NAME",
+                "LISTENER_ID",
+                "RESULT_QUEUE",
+                "EVENT_HANDLE",
+                "RESULT_ACCESS_KEY",
+                "RESULT_SECRET_KEY",
+                "RESULT_SESSION_TOKEN"
+            ]
+        );
+        assert!(env.contains(&("RESULT_SECRET_KEY".into(), "s3cr3tvalue".into())));
+        let shown = shown_env(&env);
+        assert!(
+            !shown.contains("s3cr3tvalue") && !shown.contains("t0kenvalue") && !shown.contains("s1gvalue"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(r#""RESULT_SECRET_KEY": "<redacted>""#) && shown.contains(r#""CMD_DATA": "x y""#),
+            "{shown}"
+        );
+        let mut bare = command.clone();
+        (bare.data, bare.event_handle) = (None, None);
+        let names: Vec<String> = command_env(&bare, "st", "l", &credentials).into_iter().map(|(k, _)| k).collect();
+        assert!(!names.contains(&"CMD_DATA".to_string()) && !names.contains(&"EVENT_HANDLE".to_string()));
+    }
+}
