@@ -33,59 +33,6 @@ fn journal(emulator: &Emulator, query: &str) -> Vec<Value> {
     emulator.get_json(&format!("/_emu/requests?{query}")).as_array().unwrap().clone()
 }
 
-// ---------------------------------------------------------------------------
-// SQS from the test side
-// ---------------------------------------------------------------------------
-
-/// An SQS query-protocol POST to the emulator, signed with the test keys for `region`;
-/// `host` is the Host header the signature covers. Returns the XML answer.
-fn sqs_post(emulator: &Emulator, region: &str, path: &str, form: &[(&str, &str)]) -> String {
-    use cfn_metadata::sigv4;
-    let host = emulator.url.trim_start_matches("http://").to_string();
-    let pairs: Vec<(String, String)> = form.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let body = sigv4::canonical_query(&pairs);
-    let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded".to_string())];
-    let request =
-        sigv4::Request { method: "POST", host: &host, path, query: &[], headers: &headers, payload: body.as_bytes() };
-    let credentials = cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
-    headers.extend(sigv4::sign(&request, &credentials, &sigv4::Scope { region, service: "sqs" }, chrono::Utc::now()));
-    headers.push(("Host", host));
-    let http = cfn_metadata::http::HttpClient::new(cfn_metadata::ProxyOptions::default(), "tests");
-    let response = http.send("POST", &format!("{}{path}", emulator.url), &headers, Some(body.as_bytes())).unwrap();
-    assert!(response.is_success(), "SQS {form:?}: {} {}", response.status, response.text());
-    response.text()
-}
-
-fn xml_texts(xml: &str, name: &str) -> Vec<String> {
-    let (open, close) = (format!("<{name}>"), format!("</{name}>"));
-    xml.split(open.as_str())
-        .skip(1)
-        .map(|rest| rest.split(close.as_str()).next().unwrap())
-        .map(|t| t.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
-        .collect()
-}
-
-/// A new queue in `region`; returns its path (`/<account>/<name>`).
-fn create_queue(emulator: &Emulator, region: &str) -> String {
-    // The suffix keeps one queue's path from being a prefix of another's (fault rules
-    // match path prefixes).
-    let name = format!("{}-q", unique("results"));
-    let answer = sqs_post(emulator, region, "/", &[("Action", "CreateQueue"), ("QueueName", &name)]);
-    let url = xml_texts(&answer, "QueueUrl").pop().unwrap_or_else(|| panic!("no QueueUrl in {answer}"));
-    url.split_once(&emulator.url).map(|(_, path)| path.to_string()).unwrap_or_else(|| panic!("queue URL {url}"))
-}
-
-/// The bodies of the messages waiting on a queue, as JSON.
-fn received(emulator: &Emulator, region: &str, queue_path: &str) -> Vec<Value> {
-    let answer = sqs_post(
-        emulator,
-        region,
-        queue_path,
-        &[("Action", "ReceiveMessage"), ("MaxNumberOfMessages", "10"), ("Version", "2012-11-05")],
-    );
-    xml_texts(&answer, "Body").iter().map(|b| serde_json::from_str(b).unwrap_or_else(|e| panic!("{b}: {e}"))).collect()
-}
-
 fn result_body(status: &str, data: &str, message: &str) -> Value {
     json!({"DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener",
            "InvocationId": "inv-1", "Data": data, "Message": message, "Status": status})

@@ -1,0 +1,445 @@
+//! cfn-hup's command hooks end to end against the emulator (SPEC §14.7, §11.2; HUP-CMD-01..04,
+//! API-03, API-04, STATE-05): registration and listener credentials, a command message put
+//! on the listener's queue in the SNS-style envelope, the action's environment, the result
+//! read back from the result queue, de-duplication through `commands_run.json`, expiry,
+//! unknown commands, singleton leader election, `send_result=false`, the duplicate-hook
+//! error, secrets kept out of the log, and the listener inside the service.
+//!
+//! `CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS` (a test aid) shortens the 20 s long poll.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const WAIT_VAR: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS";
+const REGION: &str = "us-east-1";
+
+/// A stack, a cfn-hup configuration with command hooks, the listener's queue (found after
+/// a first run registered it) and a result queue.
+struct Commands {
+    sandbox: Sandbox,
+    emulator: Emulator,
+    stack: String,
+    dir: PathBuf,
+    listener_id: String,
+    /// The listener's queue, as a path on the emulator.
+    queue: String,
+    results: String,
+}
+
+impl Commands {
+    /// `hooks` is the first hooks.conf; tests that need sandbox paths in their actions
+    /// pass "" (a placeholder command hook) and write their hooks afterwards.
+    fn new(hooks: &str) -> Commands {
+        let emulator = Emulator::shared();
+        let sandbox = Sandbox::new();
+        let stack = emulator.create_stack(&unique("cmds"), &instance_template(&json!({})));
+        let dir = sandbox.path("conf");
+        std::fs::create_dir_all(&dir).unwrap();
+        let creds =
+            sandbox.credential_file(0o600, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
+        std::fs::write(
+            dir.join("cfn-hup.conf"),
+            format!("[main]\nstack={stack}\ncredential-file={}\nurl={}\n", creds.display(), emulator.url),
+        )
+        .unwrap();
+        let hooks = if hooks.is_empty() { hook("placeholder", "placeholder", "true", "") } else { hooks.to_string() };
+        std::fs::write(dir.join("hooks.conf"), hooks).unwrap();
+        let results = create_queue(&emulator, REGION);
+        let mut commands =
+            Commands { sandbox, emulator, stack, dir, listener_id: String::new(), queue: String::new(), results };
+        // The first run registers the listener (an empty queue: nothing runs).
+        commands.cmd().arg("--no-daemon").env(WAIT_VAR, "0").run().code(0);
+        let listeners = commands.emulator.get_json("/_emu/listeners");
+        let mine = listeners
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["StackId"].as_str().unwrap().contains(&format!("/{}/", commands.stack)))
+            .unwrap_or_else(|| panic!("no listener registered for {}: {listeners}\n{}", commands.stack, commands.log()))
+            .clone();
+        commands.listener_id = mine["ListenerId"].as_str().unwrap().to_string();
+        let url = mine["QueueUrl"].as_str().unwrap();
+        commands.queue = url.strip_prefix(&commands.emulator.url).unwrap_or_else(|| panic!("queue URL {url}")).into();
+        commands
+    }
+
+    fn cmd(&self) -> TestCommand {
+        self.sandbox.cmd("cfn-hup").arg("-c").arg(&self.dir).arg("-v")
+    }
+
+    /// One `--no-daemon` run (one receive round).
+    fn once(&self) -> Run {
+        let run = self.cmd().arg("--no-daemon").env(WAIT_VAR, "1").run();
+        run.code(0);
+        run
+    }
+
+    fn result_queue_url(&self) -> String {
+        format!("{}{}", self.emulator.url, self.results)
+    }
+
+    /// The command document; `extra` adds or replaces fields.
+    fn command(&self, name: &str, invocation: &str, extra: Value) -> Value {
+        let in_an_hour = chrono::Utc::now().timestamp_millis() + 3_600_000;
+        let mut command = json!({"DispatcherId": "disp-1", "CommandName": name, "InvocationId": invocation,
+                                 "Expiration": in_an_hour, "ResultQueue": self.result_queue_url()});
+        command.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        command
+    }
+
+    /// Puts a command on the listener's queue in the SNS-style envelope.
+    fn send(&self, command: &Value) {
+        let body = json!({"Type": "Notification", "MessageId": unique("sns"), "TopicArn": "arn:aws:sns:us-east-1:1:t",
+                          "Message": command.to_string()})
+        .to_string();
+        sqs_post(&self.emulator, REGION, &self.queue, &[("Action", "SendMessage"), ("MessageBody", &body)]);
+    }
+
+    /// (visible, in flight) messages on the listener's queue.
+    fn queue_counts(&self) -> (u64, u64) {
+        let answer = sqs_post(
+            &self.emulator,
+            REGION,
+            &self.queue,
+            &[("Action", "GetQueueAttributes"), ("AttributeName.1", "All")],
+        );
+        let attribute = |name: &str| {
+            let at = answer.find(&format!("<Name>{name}</Name>")).unwrap_or_else(|| panic!("{name} in {answer}"));
+            xml_texts(&answer[at..], "Value")[0].parse::<u64>().unwrap()
+        };
+        (attribute("ApproximateNumberOfMessages"), attribute("ApproximateNumberOfMessagesNotVisible"))
+    }
+
+    fn results(&self) -> Vec<Value> {
+        received(&self.emulator, REGION, &self.results)
+    }
+
+    fn log(&self) -> String {
+        self.sandbox.log("cfn-hup.log")
+    }
+
+    fn commands_run_path(&self) -> PathBuf {
+        self.sandbox.path("lib/cfn-hup/data/commands_run.json")
+    }
+
+    fn commands_run(&self) -> Value {
+        serde_json::from_str(&read(&self.commands_run_path())).unwrap()
+    }
+
+    fn marks_path(&self) -> PathBuf {
+        self.sandbox.path("marks")
+    }
+
+    fn marks(&self) -> Vec<String> {
+        std::fs::read_to_string(self.marks_path()).unwrap_or_default().lines().map(str::to_string).collect()
+    }
+}
+
+fn hook(name: &str, command: &str, action: &str, extra: &str) -> String {
+    format!("[{name}]\ntriggers=on.command\npath={command}\naction={action}\n{extra}")
+}
+
+fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT00:00:00").to_string()
+}
+
+#[test]
+fn a_command_runs_with_its_environment_and_the_result_reaches_the_result_queue() {
+    let setup = Commands::new("");
+    let env_file = setup.sandbox.path("action-env");
+    let action = format!(
+        "echo \"$CMD_NAME|$CMD_DATA|$INVOCATION_ID|$DISPATCHER_ID|$STACK_NAME|$LISTENER_ID|$EVENT_HANDLE\"; \
+         echo \"$RESULT_QUEUE\"; env | grep ^RESULT_ | sort > {}; echo oops >&2; echo",
+        env_file.display()
+    );
+    std::fs::write(setup.dir.join("hooks.conf"), hook("deploy-hook", "deploy", &action, "")).unwrap();
+    let handle = format!("{}/_events/h?X-Amz-Signature=abc", setup.emulator.url);
+    setup.send(&setup.command("deploy", "inv-1", json!({"Data": "some data", "EventHandle": handle})));
+    let run = setup.once();
+
+    let expected_data = format!(
+        "deploy|some data|inv-1|disp-1|{}|{}|{handle}\n{}",
+        setup.stack,
+        setup.listener_id,
+        setup.result_queue_url()
+    );
+    assert_eq!(
+        setup.results(),
+        [json!({"DispatcherId": "disp-1", "InvocationId": "inv-1", "CommandName": "deploy", "Status": "SUCCESS",
+                "ListenerId": setup.listener_id, "Data": expected_data})],
+        "{run}"
+    );
+    // The action got the listener credentials, which also signed the listener's SQS calls.
+    let env = read(&env_file);
+    let value = |name: &str| {
+        env.lines().find_map(|l| l.strip_prefix(&format!("{name}="))).unwrap_or_else(|| panic!("{name}: {env}"))
+    };
+    assert!(value("RESULT_ACCESS_KEY").starts_with("ASIALISTENER"), "{env}");
+    let (secret, token) = (value("RESULT_SECRET_KEY"), value("RESULT_SESSION_TOKEN"));
+    assert!(!secret.is_empty() && !token.is_empty(), "{env}");
+    // Completed: the message is gone and the id recorded.
+    assert_eq!(setup.queue_counts(), (0, 0));
+    assert_eq!(setup.commands_run()["by_id"], json!({"disp-1|deploy|inv-1": true}));
+
+    // The wire: RegisterListener and GetListenerCredentials with ListenerId and without
+    // Version (API-03, API-04); ReceiveMessage as a signed GET with a session token.
+    let journal = setup.emulator.get_json("/_emu/requests");
+    let entries = journal.as_array().unwrap();
+    let register = entries
+        .iter()
+        .find(|r| r["action"] == "RegisterListener" && r["query"]["StackName"] == setup.stack.as_str())
+        .unwrap();
+    assert_eq!(
+        register["query"],
+        json!({"Action": "RegisterListener", "ContentType": "JSON", "StackName": setup.stack,
+               "ListenerId": setup.listener_id})
+    );
+    assert!(entries.iter().any(|r| r["action"] == "GetListenerCredentials"
+        && r["query"]["StackName"] == setup.stack.as_str()
+        && r["query"]["ListenerId"] == setup.listener_id.as_str()
+        && r["query"].get("Version").is_none()));
+    let receive = entries
+        .iter()
+        .find(|r| r["action"] == "ReceiveMessage" && r["path"] == setup.queue.as_str())
+        .unwrap_or_else(|| panic!("no ReceiveMessage on {}", setup.queue));
+    assert_eq!((&receive["method"], &receive["security_token"]), (&json!("GET"), &json!(true)), "{receive}");
+    assert_eq!(receive["query"]["MaxNumberOfMessages"], "1");
+    assert_eq!(receive["query"]["AttributeName.1"], "All");
+
+    // WEAK-secrets fixed: the environment is logged, the listener secrets are not.
+    let log = setup.log();
+    assert!(log.contains("Action environment: {") && log.contains(r#""RESULT_SECRET_KEY": "<redacted>""#), "{log}");
+    assert!(log.contains(r#""CMD_NAME": "deploy""#), "{log}");
+    assert!(!log.contains(secret) && !log.contains(token), "the log holds a listener secret:\n{log}");
+    let wire = setup.sandbox.log("cfn-wire.log");
+    assert!(!wire.contains(secret) && !wire.contains(token), "the wire log holds a listener secret:\n{wire}");
+    let shown_env = log.lines().find(|l| l.contains("Action environment: {")).unwrap();
+    assert!(shown_env.contains("X-Amz-Signature=REDACTED") && !shown_env.contains("=abc"), "{shown_env}");
+}
+
+#[test]
+fn failures_and_long_output_follow_the_1024_character_rules() {
+    let action = "if [ \"$CMD_DATA\" = fail ]; then head -c 600 /dev/zero | tr '\\0' e >&2; \
+                  head -c 600 /dev/zero | tr '\\0' f >&2; printf '  \\n' >&2; echo ignored; exit 3; \
+                  else head -c 1100 /dev/zero | tr '\\0' o; fi";
+    let setup = Commands::new(&hook("h", "deploy", action, ""));
+    setup.send(&setup.command("deploy", "inv-fail", json!({"Data": "fail"})));
+    setup.once();
+    setup.send(&setup.command("deploy", "inv-long", json!({"Data": "long"})));
+    setup.once();
+    let mut results = setup.results();
+    results.sort_by_key(|r| r["InvocationId"].as_str().unwrap().to_string());
+    let message = format!("{}...{}", "e".repeat(500), "f".repeat(500));
+    assert_eq!(
+        results,
+        [
+            json!({"DispatcherId": "disp-1", "InvocationId": "inv-fail", "CommandName": "deploy",
+                   "Status": "FAILURE", "ListenerId": setup.listener_id, "Message": message}),
+            json!({"DispatcherId": "disp-1", "InvocationId": "inv-long", "CommandName": "deploy",
+                   "Status": "FAILURE", "ListenerId": setup.listener_id,
+                   "Message": format!("Result data was longer than 1024 bytes. Started with: {}", "o".repeat(100))}),
+        ]
+    );
+    assert_eq!(setup.queue_counts(), (0, 0), "a failed action still completes the command");
+}
+
+#[test]
+fn a_repeated_command_runs_once_across_runs_and_commands_run_json_keeps_the_reference_format() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &format!("echo ran >> {}", marks.display()), ""))
+        .unwrap();
+    // A corrupt state file is deleted and the record starts empty.
+    std::fs::create_dir_all(setup.commands_run_path().parent().unwrap()).unwrap();
+    std::fs::write(setup.commands_run_path(), "{corrupt").unwrap();
+    let command = setup.command("deploy", "inv-dup", json!({}));
+    setup.send(&command);
+    setup.send(&command);
+    let first = setup.once();
+    assert!(setup.log().contains("commands_run.json is corrupt; deleting it"), "{first}");
+    setup.once();
+    assert_eq!(setup.marks(), ["ran"], "SQS delivered the command twice; it ran once");
+    assert_eq!(setup.results().len(), 1);
+    assert_eq!(setup.queue_counts(), (0, 0), "the repeated message is deleted");
+    assert_eq!(
+        read(&setup.commands_run_path()),
+        format!(
+            r#"{{"by_id": {{"disp-1|deploy|inv-dup": true}}, "by_day": {{"{}": ["disp-1|deploy|inv-dup"]}}}}"#,
+            today()
+        )
+    );
+    // A file written days ago loses its old days on the next write; today's entries stay.
+    std::fs::write(
+        setup.commands_run_path(),
+        r#"{"by_id": {"old|deploy|1": true}, "by_day": {"2020-01-01T00:00:00": ["old|deploy|1"]}}"#,
+    )
+    .unwrap();
+    setup.send(&setup.command("deploy", "inv-new", json!({})));
+    setup.once();
+    assert_eq!(
+        setup.commands_run(),
+        json!({"by_id": {"disp-1|deploy|inv-new": true}, "by_day": {today(): ["disp-1|deploy|inv-new"]}})
+    );
+}
+
+#[test]
+fn an_expired_command_is_deleted_without_running() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &format!("echo ran >> {}", marks.display()), ""))
+        .unwrap();
+    let past = chrono::Utc::now().timestamp_millis() - 60_000;
+    setup.send(&setup.command("deploy", "inv-old", json!({"Expiration": past})));
+    setup.once();
+    assert!(setup.marks().is_empty());
+    assert_eq!(setup.results(), Vec::<Value>::new());
+    assert_eq!(setup.queue_counts(), (0, 0));
+    assert!(!setup.commands_run_path().exists(), "an expired command is not recorded");
+    assert!(setup.log().contains("Command disp-1|deploy|inv-old expired"), "{}", setup.log());
+}
+
+#[test]
+fn an_unknown_command_counts_as_completed() {
+    let setup = Commands::new(&hook("h", "deploy", "echo should-not-run", ""));
+    setup.send(&setup.command("other", "inv-x", json!({})));
+    setup.once();
+    assert_eq!(setup.results(), Vec::<Value>::new());
+    assert_eq!(setup.queue_counts(), (0, 0));
+    assert_eq!(setup.commands_run()["by_id"], json!({"disp-1|other|inv-x": true}));
+}
+
+#[test]
+fn a_singleton_command_runs_only_on_the_elected_leader() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    let action = format!("echo \"$INVOCATION_ID\" >> {}", marks.display());
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &action, "singleton=true\n")).unwrap();
+    // Another listener already leads inv-b.
+    setup
+        .emulator
+        .call(
+            "ElectCommandLeader",
+            &[
+                ("StackName", &setup.stack),
+                ("CommandName", "deploy"),
+                ("InvocationId", "inv-b"),
+                ("ListenerId", "other"),
+            ],
+        )
+        .unwrap();
+    setup.send(&setup.command("deploy", "inv-a", json!({})));
+    setup.once();
+    setup.send(&setup.command("deploy", "inv-b", json!({})));
+    setup.once();
+    assert_eq!(setup.marks(), ["inv-a"], "only the leader runs a singleton command");
+    let results = setup.results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["InvocationId"], "inv-a");
+    assert_eq!(setup.queue_counts(), (0, 0));
+    let by_id = setup.commands_run()["by_id"].clone();
+    assert_eq!(by_id, json!({"disp-1|deploy|inv-a": true, "disp-1|deploy|inv-b": true}));
+    let elections: Vec<Value> = setup
+        .emulator
+        .requests_for(&setup.stack)
+        .into_iter()
+        .filter(|r| r["action"] == "ElectCommandLeader" && r["query"]["ListenerId"] == setup.listener_id.as_str())
+        .collect();
+    assert_eq!(elections.len(), 2, "{elections:#?}");
+}
+
+#[test]
+fn send_result_false_runs_the_action_without_a_result() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    let action = format!("echo ran >> {}", marks.display());
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &action, "send_result=false\n")).unwrap();
+    setup.send(&setup.command("deploy", "inv-quiet", json!({})));
+    setup.once();
+    assert_eq!(setup.marks(), ["ran"]);
+    assert_eq!(setup.results(), Vec::<Value>::new());
+    assert_eq!(setup.queue_counts(), (0, 0));
+    assert_eq!(setup.commands_run()["by_id"], json!({"disp-1|deploy|inv-quiet": true}));
+}
+
+#[test]
+fn two_hooks_for_one_command_are_a_configuration_error() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.path("conf");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cfn-hup.conf"), "[main]\nstack=s\n").unwrap();
+    std::fs::write(dir.join("hooks.conf"), format!("{}{}", hook("a", "deploy", "x", ""), hook("b", "deploy", "y", "")))
+        .unwrap();
+    sandbox.cmd("cfn-hup").arg("-c").arg(&dir).arg("--no-daemon").run().code(1).stdout_is("");
+    assert!(
+        sandbox.log("cfn-hup.log").contains("Error: Multiple hooks for the same command (deploy)"),
+        "{}",
+        sandbox.log("cfn-hup.log")
+    );
+}
+
+/// Signing with the instance identity off EC2 leaves the listener without an id.
+#[test]
+fn without_credentials_off_ec2_there_is_no_listener_id() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.path("conf");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cfn-hup.conf"), "[main]\nstack=s\nurl=http://127.0.0.1:1\n").unwrap();
+    std::fs::write(dir.join("hooks.conf"), hook("a", "deploy", "x", "")).unwrap();
+    sandbox
+        .cmd("cfn-hup")
+        .arg("-c")
+        .arg(&dir)
+        .arg("--no-daemon")
+        .run()
+        .code(1)
+        .stdout_is("")
+        .stderr_is("Error: Could not retrieve instance id\n");
+}
+
+/// In the service the listener runs beside the update hooks and SIGTERM still stops
+/// cfn-hup promptly (HUP-RUN-02 with command hooks).
+#[test]
+fn the_service_runs_commands_and_stops_promptly_on_sigterm() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &format!("echo ran >> {}", marks.display()), ""))
+        .unwrap();
+    let mut cmd = setup.cmd().arg("-F").env(WAIT_VAR, "2").env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
+    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.cmd.spawn().expect("start cfn-hup -F");
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let guard = Kill(&mut child);
+    setup.send(&setup.command("deploy", "inv-svc-1", json!({})));
+    setup.send(&setup.command("deploy", "inv-svc-2", json!({})));
+    // Results are collected as they arrive: a receive hides what it returned.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut results = Vec::new();
+    while results.len() < 2 || setup.marks().len() < 2 {
+        assert!(Instant::now() < deadline, "the service did not run both commands:\n{}", setup.log());
+        results.extend(setup.results());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(setup.marks(), ["ran", "ran"]);
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(guard.0.id() as i32, libc::SIGTERM) }, 0);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = guard.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(5), "cfn-hup did not stop after SIGTERM:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(setup.log().contains("Shutting down cfn-hup"));
+}
