@@ -1,6 +1,7 @@
 //! Signalling a WaitConditionHandle (SIG-05..07, SIG-09): the handle is a presigned
 //! URL; the signal is an HTTP PUT of a small JSON document to it, retried by the
-//! reference's generic HTTP rules.
+//! reference's generic HTTP rules. The PUT itself (empty `Content-Type`, retries) is
+//! `cfn_metadata::presigned::put`, tested there; here, the handle and the body.
 
 use crate::Status;
 use cfn_metadata::http::{self, HttpClient};
@@ -72,10 +73,6 @@ pub fn send(http: &HttpClient, url: &str, signal: &WaitConditionSignal, policy: 
 mod tests {
     use super::*;
     use base64::Engine;
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::TcpListener;
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
 
     #[test]
     fn urls_are_taken_plain_or_base64_encoded() {
@@ -137,70 +134,5 @@ mod tests {
             assert_eq!(body, signal.body(), "{case}");
             assert!(format!("{head}\r\n").contains("\r\nContent-Type: \r\n"), "{case}: {head}");
         }
-    }
-
-    /// A server answering each request with the next status of `statuses`, recording
-    /// the raw request heads and bodies.
-    fn serve(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<String>>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let record = seen.clone();
-        std::thread::spawn(move || {
-            for (stream, status) in listener.incoming().zip(statuses) {
-                let mut stream = stream.unwrap();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if let Some((name, value)) = line.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = value.trim().parse().unwrap();
-                        }
-                    }
-                    head.push_str(&line);
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                record.lock().unwrap().push(format!("{head}{}", String::from_utf8_lossy(&body)));
-                let answer = format!("<Error>{status}</Error>");
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            }
-        });
-        (url, seen)
-    }
-
-    fn quick() -> Policy {
-        fn no_sleep(_: Duration) {}
-        Policy { max_tries: 5, throttled_budget: Duration::from_secs(60), sleep: no_sleep }
-    }
-
-    fn client() -> HttpClient {
-        HttpClient::new(cfn_metadata::ProxyOptions::default(), "test")
-    }
-
-    #[test]
-    fn the_put_has_an_empty_content_type_and_the_reference_body() {
-        let (url, seen) = serve(vec![200]);
-        let signal = WaitConditionSignal::new(Status::Success, "done", "d", "i-1");
-        send(&client(), &format!("{url}/wch?Signature=s"), &signal, &quick()).unwrap();
-        let requests = seen.lock().unwrap();
-        assert_eq!(requests.len(), 1);
-        let request = &requests[0];
-        assert!(request.starts_with("PUT /wch?Signature=s HTTP/1.1\r\n"), "{request}");
-        let content_types: Vec<&str> =
-            request.lines().filter(|l| l.to_ascii_lowercase().starts_with("content-type:")).collect();
-        assert_eq!(content_types.len(), 1, "{request}");
-        assert_eq!(content_types[0].split_once(':').unwrap().1.trim(), "", "{request}");
-        assert!(request.ends_with(&format!("\r\n\r\n{}", signal.body())), "{request}");
     }
 }
