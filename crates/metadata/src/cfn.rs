@@ -30,22 +30,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// The reference's classification (NET-03): 503 and the throttling and key
-    /// propagation codes are retried "forever", `Sender` faults are terminal, everything
-    /// else (server faults, unreadable answers, no connection) is retried.
+    /// The reference's classification (NET-03); a lost connection is retried too.
     pub fn verdict(&self) -> Verdict {
         match self {
-            Error::Remote { status, code, sender_fault, .. } => {
-                if *status == 503
-                    || matches!(code.as_str(), "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId")
-                {
-                    Verdict::Throttled
-                } else if *sender_fault {
-                    Verdict::Terminal
-                } else {
-                    Verdict::Retriable
-                }
-            }
+            Error::Remote { status, code, sender_fault, .. } => Verdict::of_remote(*status, code, *sender_fault),
             Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
             Error::Transport { .. } => Verdict::Retriable,
             Error::Identity(ImdsError::Failed { .. }) => Verdict::Retriable,

@@ -17,6 +17,21 @@ pub enum Verdict {
     Throttled,
 }
 
+impl Verdict {
+    /// An AWS query-API error answer, as the reference classified it for CloudFormation
+    /// and SQS alike (NET-03): 503 and the throttling and key propagation codes are
+    /// throttling, `Sender` faults are final, everything else is retried.
+    pub fn of_remote(status: u16, code: &str, sender_fault: bool) -> Verdict {
+        if status == 503 || matches!(code, "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId") {
+            Verdict::Throttled
+        } else if sender_fault {
+            Verdict::Terminal
+        } else {
+            Verdict::Retriable
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Policy {
     pub max_tries: u32,

@@ -35,21 +35,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// As for CloudFormation (SPEC §5.4, SQS extractor): 503 and the throttling and key
-    /// propagation codes are throttling, `Sender` faults are final, the rest is retried.
+    /// As for CloudFormation (SPEC §5.4, SQS extractor).
     pub fn verdict(&self) -> Verdict {
         match self {
-            Error::Remote { status, code, sender_fault, .. } => {
-                if *status == 503
-                    || matches!(code.as_str(), "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId")
-                {
-                    Verdict::Throttled
-                } else if *sender_fault {
-                    Verdict::Terminal
-                } else {
-                    Verdict::Retriable
-                }
-            }
+            Error::Remote { status, code, sender_fault, .. } => Verdict::of_remote(*status, code, *sender_fault),
             Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
             Error::Transport { .. } => Verdict::Retriable,
             Error::Malformed { .. } => Verdict::Terminal,
