@@ -279,6 +279,21 @@ fn metadata_from_a_stack_runs_and_is_stored_privately() {
     assert_eq!(std::fs::metadata(&stored).unwrap().permissions().mode() & 0o777, 0o600);
     let text = read(&stored);
     assert!(text.starts_with("{\n    \"AWS::CloudFormation::Init\": {\n        \"configSets\""), "{text}");
+    // The same metadata again leaves the identical private copy alone; a loosened mode
+    // gets a fresh private copy and the state directory is made private again.
+    use std::os::unix::fs::MetadataExt;
+    let inode = |path: &std::path::Path| std::fs::metadata(path).unwrap().ino();
+    let run_again = || host.sandbox.cmd("cfn-init").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run();
+    let first = inode(&stored);
+    run_again().code(0);
+    assert_eq!(inode(&stored), first, "an identical metadata.json was rewritten");
+    std::fs::set_permissions(&stored, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    run_again().code(0);
+    assert_ne!(inode(&stored), first, "a world-readable metadata.json was kept");
+    assert_eq!(std::fs::metadata(&stored).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(&state).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(read(&stored), text);
 
     host.sandbox
         .cmd("cfn-init")

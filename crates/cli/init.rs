@@ -14,6 +14,7 @@ use cfn_metadata::{Imds, credentials, paths, pyjson};
 use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -155,6 +156,7 @@ fn store_metadata(metadata: &Value) {
     let created = std::fs::create_dir_all(paths::lib_dir())
         .and_then(|_| match std::fs::DirBuilder::new().mode(0o700).create(&state) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+            Err(_) if mode_of(&state) == Some(0o700) => Ok(()),
             _ => std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)),
         })
         .and_then(|_| std::fs::create_dir_all(&data));
@@ -165,6 +167,12 @@ fn store_metadata(metadata: &Value) {
         return;
     }
     let target = data.join("metadata.json");
+    let text = pyjson::to_pretty(metadata);
+    // Runs with unchanged metadata (a repeated cfn-init, cfn-hup's actions) leave an
+    // identical private copy alone: a rewrite is a create and a rename on every run.
+    if mode_of(&target) == Some(0o600) && std::fs::read(&target).is_ok_and(|old| old == text.as_bytes()) {
+        return;
+    }
     let temp = data.join(format!(".metadata.json.{}", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
@@ -172,12 +180,22 @@ fn store_metadata(metadata: &Value) {
         .truncate(true)
         .mode(0o600)
         .open(&temp)
-        .and_then(|mut f| f.write_all(pyjson::to_pretty(metadata).as_bytes()))
+        .and_then(|mut f| f.write_all(text.as_bytes()))
         .and_then(|_| std::fs::rename(&temp, &target));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
         tracing::error!("Could not write {}: {e}", target.display());
     }
+}
+
+/// The permission bits of `path` itself when it is a directory or a regular file owned
+/// by this process's user (a symbolic link or someone else's file is never trusted).
+fn mode_of(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    // SAFETY: geteuid cannot fail.
+    let owned = meta.uid() == unsafe { libc::geteuid() };
+    (owned && (meta.is_dir() || meta.is_file())).then_some(meta.mode() & 0o7777)
 }
 
 /// Downloads for `files` through the metadata crate, with the metadata's
