@@ -1,43 +1,57 @@
-//! The host's fully qualified name, as Python's `socket.getfqdn()` finds it: the
-//! canonical name the resolver gives for the host name, else the host name itself.
-//! cfn-hup's command listener uses it as its id off EC2 (SPEC §14.7).
+//! The host's fully qualified name: cfn-signal's default `--id` off EC2 (SIG-02) and
+//! the id of cfn-hup's command listener off EC2 (SPEC §14.7).
 
 use std::ffi::{CStr, CString};
 
-/// The name `gethostname(2)` reports (`localhost` when it reports nothing).
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is writable and its length is passed.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..end]).into_owned();
-    if rc != 0 || name.is_empty() { "localhost".to_string() } else { name }
+/// The host name (`gethostname`), replaced by its canonical name when the resolver
+/// knows one — what `hostname -f` prints. Python's `socket.getfqdn()`, which the
+/// reference used, goes through a reverse lookup of the name's address instead; where
+/// the name resolves to 127.0.0.1 that turns every host into `localhost`, which makes
+/// ids from different hosts collide, so the canonical name is used. Never empty: a
+/// host with no name at all is `localhost`, as Python reports it.
+pub fn fqdn() -> String {
+    let Some(name) = hostname() else {
+        return "localhost".into();
+    };
+    canonical_name(&name).unwrap_or(name)
 }
 
-/// The canonical name of the host name, or the host name when the resolver has none.
-pub fn fqdn() -> String {
-    let name = hostname();
-    let Ok(c_name) = CString::new(name.clone()) else {
-        return name;
-    };
-    // SAFETY: a zeroed addrinfo is a valid "no hints" value apart from the flags we set.
+fn hostname() -> Option<String> {
+    let mut buf = vec![0u8; 256];
+    // SAFETY: the buffer is valid for `len` bytes; the name is NUL-terminated when it
+    // fits, and the last byte is kept zero so the CStr read below stays in bounds.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return None;
+    }
+    let name = CStr::from_bytes_until_nul(&buf).ok()?.to_string_lossy().trim().to_string();
+    (!name.is_empty()).then_some(name)
+}
+
+fn canonical_name(name: &str) -> Option<String> {
+    let node = CString::new(name).ok()?;
+    // SAFETY: an all-zero addrinfo is a valid "no hints" value; the fields set below
+    // are plain integers.
     let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
     hints.ai_flags = libc::AI_CANONNAME;
-    let mut found: *mut libc::addrinfo = std::ptr::null_mut();
-    // SAFETY: valid C strings and out-pointer; the list is freed below.
-    let rc = unsafe { libc::getaddrinfo(c_name.as_ptr(), std::ptr::null(), &hints, &mut found) };
-    if rc != 0 || found.is_null() {
-        return name;
+    hints.ai_family = libc::AF_UNSPEC;
+    hints.ai_socktype = libc::SOCK_STREAM;
+    let mut result: *mut libc::addrinfo = std::ptr::null_mut();
+    // SAFETY: `node` is NUL-terminated, `hints` lives for the call, and `result` is
+    // freed below exactly once when the call succeeded.
+    let rc = unsafe { libc::getaddrinfo(node.as_ptr(), std::ptr::null(), &hints, &mut result) };
+    if rc != 0 || result.is_null() {
+        return None;
     }
-    // SAFETY: getaddrinfo succeeded, so `found` points to a list whose first entry
-    // carries the canonical name (or null).
+    // SAFETY: `result` points at the first entry getaddrinfo returned; with
+    // AI_CANONNAME its `ai_canonname` is NULL or a NUL-terminated string owned by the list.
     let canonical = unsafe {
-        let canon = (*found).ai_canonname;
-        let text = (!canon.is_null()).then(|| CStr::from_ptr(canon).to_string_lossy().into_owned());
-        libc::freeaddrinfo(found);
-        text
+        let entry = &*result;
+        (!entry.ai_canonname.is_null()).then(|| CStr::from_ptr(entry.ai_canonname).to_string_lossy().into_owned())
     };
-    canonical.filter(|c| !c.is_empty()).unwrap_or(name)
+    // SAFETY: freed once, after the last read from the list.
+    unsafe { libc::freeaddrinfo(result) };
+    canonical.map(|c| c.trim().to_string()).filter(|c| !c.is_empty())
 }
 
 #[cfg(test)]
@@ -45,11 +59,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fqdn_starts_with_the_host_name_or_extends_it() {
-        let (host, full) = (hostname(), fqdn());
-        assert!(!host.is_empty() && !full.is_empty());
-        // The canonical name is the host name, or a name of which it is the first label.
-        let first = host.split('.').next().unwrap();
-        assert!(full == host || full.split('.').next() == Some(first) || full.contains('.'), "{host} -> {full}");
+    fn the_fqdn_is_a_single_name() {
+        let name = fqdn();
+        assert!(!name.is_empty());
+        assert!(!name.contains(char::is_whitespace), "{name:?}");
+    }
+
+    #[test]
+    fn localhost_is_its_own_canonical_name() {
+        assert_eq!(canonical_name("localhost").as_deref(), Some("localhost"));
+    }
+
+    #[test]
+    fn names_that_do_not_resolve_have_no_canonical_form() {
+        assert_eq!(canonical_name("no-such-host.invalid"), None);
+        assert_eq!(canonical_name("bad\0name"), None);
     }
 }

@@ -6,10 +6,9 @@
 //!
 //! Nothing here prints: errors are typed and the binary words them for the user.
 
-mod host;
 mod wait_condition;
 
-pub use host::fqdn;
+pub use cfn_host::fqdn;
 pub use wait_condition::{InvalidHandleUrl, SignalError, WaitConditionSignal, handle_url, http_verdict, send};
 
 use cfn_metadata::{CloudFormation, Imds, cfn};
