@@ -247,7 +247,8 @@ fn serve(config: HupConfig, imds: Arc<Imds>, mode: Mode, verbose: bool, listener
             }
         }
     };
-    let listener = listener.map(|l| ListenerThread::spawn(l, config.command_hooks.clone(), daemon::terminate_pending));
+    let listener =
+        listener.and_then(|l| ListenerThread::spawn(l, config.command_hooks.clone(), daemon::terminate_pending));
     let mut running = Running { config, service, imds, every, verbose, signals, listener };
     running.run();
     tracing::info!("Shutting down cfn-hup");
@@ -359,7 +360,7 @@ impl Running {
                     old.stop(Duration::ZERO);
                 }
                 self.listener =
-                    Some(ListenerThread::spawn(listener, config.command_hooks.clone(), daemon::terminate_pending));
+                    ListenerThread::spawn(listener, config.command_hooks.clone(), daemon::terminate_pending);
             }
             (None, Some(old)) if config.command_hooks.is_empty() => old.stop(Duration::ZERO),
             (None, Some(old)) => {

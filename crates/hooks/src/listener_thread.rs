@@ -23,33 +23,37 @@ pub struct ListenerThread {
 }
 
 impl ListenerThread {
-    /// Starts the rounds. `terminating` is the service's SIGTERM flag.
-    pub fn spawn(mut listener: Listener, hooks: Vec<CommandHook>, terminating: fn() -> bool) -> ListenerThread {
+    /// Starts the rounds. `terminating` is the service's SIGTERM flag. `None` (logged)
+    /// when no thread can be had: the update hooks keep running without the listener.
+    pub fn spawn(mut listener: Listener, hooks: Vec<CommandHook>, terminating: fn() -> bool) -> Option<ListenerThread> {
         let control = Arc::new(Control { stop: AtomicBool::new(false), hooks: Mutex::new(Arc::new(hooks)) });
         let (tell_done, done) = mpsc::channel();
         let shared = control.clone();
         let stopping = move || shared.stop.load(Ordering::SeqCst) || terminating();
         let shared = control.clone();
-        let thread = std::thread::Builder::new()
-            .name("command-listener".into())
-            .spawn(move || {
-                tracing::info!("Command listener {} started", listener.listener_id());
-                while !stopping() {
-                    let hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    match listener.round(&hooks) {
-                        Ok(Round::Backoff(pause)) => sleep_unless(pause, &stopping),
-                        Ok(Round::Idle | Round::Handled) => {}
-                        Err(e) => {
-                            tracing::error!("{e}; the command listener stops (update hooks keep running)");
-                            break;
-                        }
+        let thread = std::thread::Builder::new().name("command-listener".into()).spawn(move || {
+            tracing::info!("Command listener {} started", listener.listener_id());
+            while !stopping() {
+                let hooks = shared.hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                match listener.round(&hooks) {
+                    Ok(Round::Backoff(pause)) => sleep_unless(pause, &stopping),
+                    Ok(Round::Idle | Round::Handled) => {}
+                    Err(e) => {
+                        tracing::error!("{e}; the command listener stops (update hooks keep running)");
+                        break;
                     }
                 }
-                tracing::debug!("Command listener stopped");
-                let _ = tell_done.send(());
-            })
-            .expect("start the command listener thread");
-        ListenerThread { control, done, thread: Some(thread) }
+            }
+            tracing::debug!("Command listener stopped");
+            let _ = tell_done.send(());
+        });
+        match thread {
+            Ok(thread) => Some(ListenerThread { control, done, thread: Some(thread) }),
+            Err(e) => {
+                tracing::error!("Could not start the command listener: {e}; command hooks will not run");
+                None
+            }
+        }
     }
 
     /// The command hooks of a reloaded configuration, used from the next round on.
