@@ -233,15 +233,12 @@ fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
             message: field("Message").unwrap_or_default(),
             sender_fault: field("Type").as_deref() == Some("Sender"),
         },
-        None => {
-            let snippet: String = text.trim().lines().next().unwrap_or("").chars().take(200).collect();
-            Error::Remote {
-                status,
-                code: "Unknown".into(),
-                message: format!("HTTP {status} {snippet}").trim_end().into(),
-                sender_fault: false,
-            }
-        }
+        None => Error::Remote {
+            status,
+            code: "Unknown".into(),
+            message: http::unreadable_answer(status, text),
+            sender_fault: false,
+        },
     }
 }
 

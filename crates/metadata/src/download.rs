@@ -27,6 +27,7 @@ use crate::imds::Imds;
 use crate::retry::{self, Policy, Verdict};
 use crate::s3url::{self, S3Location};
 use crate::sigv4;
+use crate::xml;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use md5::{Digest, Md5};
@@ -189,7 +190,7 @@ impl Downloader {
                 // S3 names the bucket's region when a signature is for the wrong one
                 // (a URL without a region, Transfer Acceleration): sign again, once.
                 if let (Some(signed), Some(location)) = (&prepared.signed_region, &s3) {
-                    let right = bucket_region.or_else(|| xml_element(&text, "Region"));
+                    let right = bucket_region.or_else(|| xml::element(&text, "Region"));
                     if status == 400 && region_fix.is_none() {
                         if let Some(right) = right.filter(|r| r != signed && !r.is_empty()) {
                             tracing::info!(
@@ -402,13 +403,6 @@ fn check_etag(headers: &[(String, String)], md5: &str) -> Result<(), DownloadErr
     }
 }
 
-/// Text of the first `<name>` element, for S3's XML errors.
-fn xml_element(text: &str, name: &str) -> Option<String> {
-    let start = text.find(&format!("<{name}>"))? + name.len() + 2;
-    let end = text[start..].find(&format!("</{name}>"))? + start;
-    Some(text[start..end].trim().to_string())
-}
-
 /// An error body on one line: no XML declaration, whitespace collapsed, at most 512
 /// characters (the reference printed the whole body).
 fn one_line(text: &str) -> String {
@@ -523,9 +517,6 @@ mod tests {
         );
         assert_eq!(one_line(""), "");
         assert!(one_line(&"x".repeat(2000)).ends_with("..."));
-        assert_eq!(xml_element(body, "Code").as_deref(), Some("AccessDenied"));
-        assert_eq!(xml_element(body, "Region"), None);
-        assert_eq!(xml_element("<Region>", "Region"), None);
     }
 
     #[test]

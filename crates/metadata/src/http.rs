@@ -321,6 +321,13 @@ fn log_wire_head(url: &str, status: u16, headers: &[(String, String)]) {
 const SECRET_QUERY_KEYS: &[&str] =
     &["x-amz-signature", "x-amz-credential", "x-amz-security-token", "signature", "awsaccesskeyid"];
 
+/// An error answer whose body says nothing a client can read (a proxy's HTML page, say):
+/// `HTTP <status> <first line of the body>`, the first line cut at 200 characters.
+pub fn unreadable_answer(status: u16, text: &str) -> String {
+    let snippet: String = text.trim().lines().next().unwrap_or("").chars().take(200).collect();
+    format!("HTTP {status} {snippet}").trim_end().into()
+}
+
 /// Masks presigned-URL signatures, credentials and tokens, and userinfo.
 pub fn redact_url(url: &str) -> String {
     let url = redact_userinfo(url);

@@ -24,6 +24,7 @@ pub mod sigv4;
 pub mod source;
 pub mod sqs;
 pub mod tls;
+mod xml;
 
 use std::sync::Arc;
 

@@ -16,6 +16,7 @@ use crate::credentials::Credentials;
 use crate::http::{self, HttpClient, TransportError};
 use crate::retry::{self, Policy, Verdict};
 use crate::sigv4;
+use crate::xml;
 use chrono::Utc;
 use std::sync::Arc;
 
@@ -120,7 +121,7 @@ impl Sqs {
         };
         let message = &answer[start..];
         let field = |name: &str| {
-            xml_element(message, name)
+            xml::element(message, name)
                 .ok_or_else(|| Error::Malformed { action: action.into(), reason: format!("the message has no {name}") })
         };
         Ok(Some(Message {
@@ -151,7 +152,7 @@ impl Sqs {
         ];
         let answer =
             retry::run(&self.retry, action, || self.attempt("POST", action, queue_url, &form), Error::verdict)?;
-        xml_element(&answer, "MessageId")
+        xml::element(&answer, "MessageId")
             .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no MessageId in the answer".into() })
     }
 
@@ -213,40 +214,20 @@ impl Sqs {
 /// SQS's XML error (`<ErrorResponse><Error><Type/><Code/><Message/></Error>`); an
 /// unreadable body is a retriable `Unknown` error, as in the reference.
 fn remote_error(status: u16, text: &str) -> Error {
-    match xml_element(text, "Code") {
+    match xml::element(text, "Code") {
         Some(code) => Error::Remote {
             status,
             code,
-            message: xml_element(text, "Message").unwrap_or_default(),
-            sender_fault: xml_element(text, "Type").as_deref() == Some("Sender"),
+            message: xml::element(text, "Message").unwrap_or_default(),
+            sender_fault: xml::element(text, "Type").as_deref() == Some("Sender"),
         },
-        None => {
-            let snippet: String = text.trim().lines().next().unwrap_or("").chars().take(200).collect();
-            Error::Remote {
-                status,
-                code: "Unknown".into(),
-                message: format!("HTTP {status} {snippet}").trim_end().into(),
-                sender_fault: false,
-            }
-        }
+        None => Error::Remote {
+            status,
+            code: "Unknown".into(),
+            message: http::unreadable_answer(status, text),
+            sender_fault: false,
+        },
     }
-}
-
-/// Text of the first `<name>` element (with or without a namespace prefix), unescaped.
-fn xml_element(text: &str, name: &str) -> Option<String> {
-    let open = [format!("<{name}>"), format!(":{name}>")];
-    let (start, tag) = open.iter().filter_map(|t| text.find(t.as_str()).map(|i| (i, t.len()))).min()?;
-    let start = start + tag;
-    let end = text[start..].find("</").map(|i| i + start)?;
-    let raw = text[start..end].trim();
-    Some(
-        raw.replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&quot;", "\"")
-            .replace("&apos;", "'")
-            .replace("&#39;", "'")
-            .replace("&amp;", "&"),
-    )
 }
 
 #[cfg(test)]
@@ -285,10 +266,5 @@ mod tests {
         let unreadable = remote_error(502, "<html>Bad Gateway</html>\nmore");
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
         assert_eq!(unreadable.verdict(), Verdict::Retriable);
-        assert_eq!(xml_element("<a:MessageId> m-1 </a:MessageId>", "MessageId").as_deref(), Some("m-1"));
-        assert_eq!(
-            xml_element("<Body>{&quot;a&quot;: &quot;&lt;b&gt;&quot;}</Body>", "Body").as_deref(),
-            Some(r#"{"a": "<b>"}"#)
-        );
     }
 }
