@@ -309,11 +309,7 @@ impl Listener {
         };
         let added = command_env(command, &self.stack, &self.listener_id, credentials);
         tracing::debug!("Action environment: {}", shown_env(&added));
-        let mut env: Vec<(String, String)> = std::env::vars().collect();
-        for (k, v) in added {
-            env.retain(|(name, _)| *name != k);
-            env.push((k, v));
-        }
+        let env = crate::runner::action_environment(added);
         tracing::info!("Running action for {} (command {})", hook.name, command.id());
         let line = CommandLine::Shell(hook.action.clone());
         let invocation = Invocation { command: &line, env: Some(&env), cwd: None, runas: user.as_ref() };

@@ -155,11 +155,7 @@ fn run_action(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -
             }
         },
     };
-    let mut env: Vec<(String, String)> = std::env::vars().collect();
-    for (k, v) in detect::action_env(hook, old, new) {
-        env.retain(|(name, _)| *name != k);
-        env.push((k, v));
-    }
+    let env = action_environment(detect::action_env(hook, old, new));
     let command = CommandLine::Shell(hook.action.clone());
     let invocation = Invocation { command: &command, env: Some(&env), cwd: None, runas: user.as_ref() };
     match process::run(&invocation, |_| {}) {
@@ -177,6 +173,17 @@ fn run_action(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -
             false
         }
     }
+}
+
+/// An action's environment: cfn-hup's own, with each variable of `added` replacing its
+/// namesake (update hooks and command hooks alike).
+pub(crate) fn action_environment(added: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    for (k, v) in added {
+        env.retain(|(name, _)| *name != k);
+        env.push((k, v));
+    }
+    env
 }
 
 #[cfg(test)]
