@@ -19,6 +19,7 @@ pub mod presigned;
 pub mod proxy;
 pub mod pyjson;
 pub mod retry;
+pub mod runtime;
 pub mod s3url;
 pub mod sigv4;
 pub mod source;

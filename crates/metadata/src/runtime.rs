@@ -1,0 +1,52 @@
+//! The one tokio runtime of the process, built on first use.
+//!
+//! cfn-init from a file never makes a network call, so it must never pay for a runtime:
+//! nothing here runs until the first request (or cfn-hup's service loop) asks for it.
+//! A current-thread runtime adds no worker threads; blocking callers on any thread
+//! (cfn-init's sections, cfn-hup's passes on `spawn_blocking` threads) drive their own
+//! request with [`block_on`].
+
+use std::future::Future;
+use std::sync::OnceLock;
+use tokio::runtime::{Builder, Runtime};
+
+/// The process's runtime: current-thread, with I/O and timers.
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| {
+            // Only an exhausted process (no file descriptors for the I/O driver) gets here;
+            // no request can be made without it.
+            panic!("cannot start the I/O runtime: {e}")
+        })
+    })
+}
+
+/// Runs `future` to completion from synchronous code. Must not be called from inside
+/// an async task of the runtime (use `tokio::task::spawn_blocking` there).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_on_works_from_several_threads_and_inside_spawn_blocking() {
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                std::thread::spawn(move || {
+                    block_on(async move {
+                        tokio::task::yield_now().await;
+                        i * 2
+                    })
+                })
+            })
+            .collect();
+        let sum: i32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(sum, 12);
+        let nested = block_on(async { tokio::task::spawn_blocking(|| block_on(async { 7 })).await.unwrap() });
+        assert_eq!(nested, 7);
+    }
+}
