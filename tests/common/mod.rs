@@ -393,56 +393,136 @@ pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-/// A minimal HTTP CONNECT proxy on loopback that records the targets it was asked
-/// for and relays the bytes, for checking which requests go through a proxy.
+/// A forward proxy on loopback that behaves like squid's default configuration and
+/// records what it was asked: `http://` requests arrive in absolute form and are
+/// forwarded; `CONNECT` tunnels are opened only to the ports given as SSL ports (squid
+/// refuses CONNECT to any other port, port 80 included, with 403).
 pub struct RecordingProxy {
     pub url: String,
-    pub targets: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The request line and headers of each request, in arrival order.
+    requests: std::sync::Arc<std::sync::Mutex<Vec<ProxyRequest>>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProxyRequest {
+    pub method: String,
+    /// `host:port` for CONNECT, the absolute URL otherwise.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub refused: bool,
+}
+
+impl ProxyRequest {
+    /// The `host:port` the request was for.
+    pub fn netloc(&self) -> String {
+        match self.target.split_once("://") {
+            Some((_, rest)) => rest.split('/').next().unwrap_or("").to_string(),
+            None => self.target.clone(),
+        }
+    }
 }
 
 impl RecordingProxy {
+    /// A proxy that tunnels no port (no test server listens on 443).
     pub fn start() -> RecordingProxy {
+        Self::with_ssl_ports(&[])
+    }
+
+    pub fn with_ssl_ports(ssl_ports: &[u16]) -> RecordingProxy {
         use std::io::{BufRead, BufReader};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let targets = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = targets.clone();
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let ssl_ports = ssl_ports.to_vec();
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let seen = seen.clone();
+                let ssl_ports = ssl_ports.clone();
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(client.try_clone().unwrap());
                     let mut request_line = String::new();
                     if reader.read_line(&mut request_line).is_err() {
                         return;
                     }
+                    let mut headers = Vec::new();
                     loop {
                         let mut header = String::new();
                         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
                             break;
                         }
+                        if let Some((n, v)) = header.trim_end().split_once(':') {
+                            headers.push((n.trim().to_string(), v.trim().to_string()));
+                        }
                     }
-                    let target = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
-                    seen.lock().unwrap().push(target.clone());
-                    let Ok(upstream) = std::net::TcpStream::connect(&target) else {
-                        return;
+                    let mut words = request_line.split_whitespace();
+                    let method = words.next().unwrap_or("").to_string();
+                    let target = words.next().unwrap_or("").to_string();
+                    let mut record = ProxyRequest {
+                        method: method.clone(),
+                        target: target.clone(),
+                        headers: headers.clone(),
+                        refused: false,
                     };
                     let mut client = client;
-                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let upstream_at = record.netloc();
+                    if method == "CONNECT" {
+                        let port = target.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).unwrap_or(0);
+                        if !ssl_ports.contains(&port) {
+                            record.refused = true;
+                            seen.lock().unwrap().push(record);
+                            let _ = client
+                                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                            return;
+                        }
+                    }
+                    seen.lock().unwrap().push(record);
+                    let Ok(mut upstream) = std::net::TcpStream::connect(&upstream_at) else {
+                        let _ = client
+                            .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        return;
+                    };
+                    if method == "CONNECT" {
+                        let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    } else {
+                        // Forward in origin form, one request per connection.
+                        let path = target
+                            .split_once("://")
+                            .map(|(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]))
+                            .unwrap_or("/");
+                        let mut head = format!("{method} {path} HTTP/1.1\r\n");
+                        for (n, v) in &headers {
+                            let lower = n.to_ascii_lowercase();
+                            if !lower.starts_with("proxy-") && lower != "connection" {
+                                head.push_str(&format!("{n}: {v}\r\n"));
+                            }
+                        }
+                        head.push_str("Connection: close\r\n\r\n");
+                        if upstream.write_all(head.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
                     let (mut up_read, mut up_write) = (upstream.try_clone().unwrap(), upstream);
                     let mut client_write = client.try_clone().unwrap();
-                    std::thread::spawn(move || {
+                    let relay = std::thread::spawn(move || {
                         let _ = std::io::copy(&mut up_read, &mut client_write);
+                        let _ = client_write.shutdown(std::net::Shutdown::Both);
                     });
                     let _ = std::io::copy(&mut reader, &mut up_write);
+                    let _ = relay.join();
                 });
             }
         });
-        RecordingProxy { url, targets }
+        RecordingProxy { url, requests }
     }
 
+    /// The `host:port` of each request it carried or refused.
     pub fn targets(&self) -> Vec<String> {
-        self.targets.lock().unwrap().clone()
+        self.requests().iter().map(ProxyRequest::netloc).collect()
+    }
+
+    pub fn requests(&self) -> Vec<ProxyRequest> {
+        self.requests.lock().unwrap().clone()
     }
 }
 

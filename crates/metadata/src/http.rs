@@ -3,10 +3,11 @@
 //! (NET-04), and the reference's wire log (`cfn-wire.log`, LOG-06) without secrets.
 
 use crate::proxy::{self, ProxyOptions};
+use crate::runtime::block_on_within;
 use crate::tls;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Each attempt of an API call, download or signal ends within this bound (NET-04).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -59,11 +60,13 @@ impl TransportError {
     }
 }
 
-/// The parts of a URL the client needs, split without a URL crate.
+/// The parts of a URL the client needs, from the one URL parser (`url::Url`) that also
+/// decides where a request is sent: credentials are chosen for the host a request
+/// really goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlParts {
     pub scheme: String,
-    /// `host[:port]` as written in the URL (userinfo removed).
+    /// `host[:port]` (userinfo removed; the port only when it is not the scheme's default).
     pub netloc: String,
     pub host: String,
     pub port: Option<u16>,
@@ -71,49 +74,60 @@ pub struct UrlParts {
     pub path_and_query: String,
 }
 
-pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| TransportError::config(format!("Invalid URL: {url}")))?;
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    let netloc = authority.rsplit_once('@').map_or(authority, |(_, h)| h).to_string();
-    let (host, port) = match netloc.rsplit_once(':') {
-        Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') => {
-            (h.to_string(), Some(p.parse().map_err(|_| TransportError::config(format!("Invalid port in URL: {url}")))?))
-        }
-        _ => (netloc.clone(), None),
-    };
-    if host.is_empty() {
+/// Parses `url` as the HTTP client will send it (WHATWG rules: `#` ends the authority,
+/// so `http://a#@b/` goes to `a`).
+pub fn parse_url(url: &str) -> Result<url::Url, TransportError> {
+    // WHATWG parsing would read `http:///path` as the host `path`: refuse the typo.
+    if url.trim().split_once("://").is_some_and(|(_, rest)| rest.starts_with('/')) {
         return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
     }
-    let path_and_query = if path.starts_with('?') {
-        format!("/{path}")
-    } else if path.is_empty() {
-        "/".into()
-    } else {
-        path.into()
+    let parsed = url::Url::parse(url.trim()).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => TransportError::config(format!("Invalid URL: {url}")),
+        url::ParseError::EmptyHost => TransportError::config(format!("Invalid URL (no host): {url}")),
+        other => TransportError::config(format!("Invalid URL {}: {other}", redact_url(url))),
+    })?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
+    }
+    Ok(parsed)
+}
+
+pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
+    Ok(parts_of(&parse_url(url)?))
+}
+
+pub fn parts_of(url: &url::Url) -> UrlParts {
+    let host = url.host_str().unwrap_or_default().to_string();
+    let port = url.port();
+    let netloc = match port {
+        Some(p) => format!("{host}:{p}"),
+        None => host.clone(),
     };
-    Ok(UrlParts { scheme: scheme.to_ascii_lowercase(), netloc, host, port, path_and_query })
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    UrlParts { scheme: url.scheme().to_string(), netloc, host, port, path_and_query }
 }
 
 pub struct HttpClient {
     proxies: ProxyOptions,
     user_agent: String,
-    agents: Mutex<HashMap<AgentKey, ureq::Agent>>,
+    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
 }
 
-/// Agents differ by proxy, by whether they need the trust store, and by kind: API calls
-/// (whole-response, 60 s bound, redirects followed) or streams (no redirects followed,
-/// download timeouts).
-type AgentKey = (Option<String>, bool, bool);
+/// Clients differ by proxy and by whether they need the trust store. None follows
+/// redirects: API calls must not (a redirect would carry a signed request elsewhere),
+/// and downloads follow them hop by hop, choosing each hop's credentials themselves.
+type ClientKey = (Option<String>, bool);
 
 /// A response whose body is still to be read, from `HttpClient::stream`.
 pub struct StreamingResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     url: String,
-    body: ureq::Body,
+    body: reqwest::Response,
+    body_deadline: Instant,
 }
 
 /// Why copying a streamed body failed: the connection, or the destination.
@@ -134,33 +148,37 @@ impl StreamingResponse {
         (200..300).contains(&self.status)
     }
 
-    /// Copies the body into `writer` in 64 KiB pieces, never holding it whole; returns
-    /// the number of bytes copied. A connection closed before `Content-Length` bytes
-    /// (or before the last chunk) is a read error.
+    /// Copies the body into `writer` piece by piece as it arrives, never holding it
+    /// whole; returns the number of bytes copied. A connection closed before
+    /// `Content-Length` bytes (or before the last chunk) is a read error.
     pub fn copy_to(&mut self, writer: &mut dyn std::io::Write) -> Result<u64, BodyError> {
-        use std::io::Read;
-        let mut reader = self.body.as_reader();
-        let mut buffer = vec![0u8; 64 * 1024];
         let mut total = 0u64;
-        loop {
-            let n = match reader.read(&mut buffer) {
-                Ok(0) => return Ok(total),
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(BodyError::Read(TransportError::new(read_reason(&e)))),
-            };
-            writer.write_all(&buffer[..n]).map_err(BodyError::Write)?;
-            total += n as u64;
+        while let Some(chunk) = self.next_chunk().map_err(BodyError::Read)? {
+            writer.write_all(&chunk).map_err(BodyError::Write)?;
+            total += chunk.len() as u64;
         }
+        Ok(total)
+    }
+
+    fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, TransportError> {
+        let left = self.body_deadline.saturating_duration_since(Instant::now());
+        block_on_within(left, self.body.chunk())
+            .ok_or_else(|| TransportError::new("Read timed out"))?
+            .map_err(|e| TransportError::new(read_reason(&e)))
     }
 
     /// The first `limit` bytes of the body as text (for error answers), also written to
     /// the wire log as the reference logs failed responses.
     pub fn text(&mut self, limit: u64) -> String {
-        use std::io::Read;
         let mut bytes = Vec::new();
-        // A broken error body still leaves the status to report: read what arrives.
-        let _ = self.body.as_reader().take(limit).read_to_end(&mut bytes);
+        // A broken error body still leaves the status to report: keep what arrived.
+        while (bytes.len() as u64) < limit {
+            match self.next_chunk() {
+                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        bytes.truncate(limit as usize);
         let text = String::from_utf8_lossy(&bytes).into_owned();
         tracing::debug!(target: "cfn_wire", "Response error: {text}");
         text
@@ -172,20 +190,21 @@ impl StreamingResponse {
     }
 }
 
-fn read_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::TimedOut => "Read timed out".to_string(),
-        std::io::ErrorKind::UnexpectedEof => format!("Connection broken: {e}"),
-        _ => e.to_string(),
+/// Why reading a body failed, in the words of the innermost error.
+fn read_reason(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "Read timed out".to_string();
     }
+    format!("Connection broken: {}", innermost(e))
 }
 
 impl HttpClient {
     pub fn new(proxies: ProxyOptions, user_agent: impl Into<String>) -> Self {
-        HttpClient { proxies, user_agent: user_agent.into(), agents: Mutex::new(HashMap::new()) }
+        HttpClient { proxies, user_agent: user_agent.into(), clients: Mutex::new(HashMap::new()) }
     }
 
-    /// Sends one request (no retries here) and reads the whole response.
+    /// Sends one request (no retries here, no redirects followed) and reads the whole
+    /// response within `ATTEMPT_TIMEOUT`.
     pub fn send(
         &self,
         method: &str,
@@ -193,22 +212,25 @@ impl HttpClient {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<Response, TransportError> {
-        let (agent, request) = self.prepare(method, url, headers, false)?;
-        let result = match body {
-            Some(bytes) => request
-                .body(bytes.to_vec())
-                .map_err(|e| TransportError::config(e.to_string()))
-                .and_then(|r| agent.run(r).map_err(describe)),
-            None => request
-                .body(())
-                .map_err(|e| TransportError::config(e.to_string()))
-                .and_then(|r| agent.run(r).map_err(describe)),
+        let mut request = self.prepare(method, url, headers)?;
+        if let Some(bytes) = body {
+            request = request.body(bytes.to_vec());
+        }
+        let exchange = async {
+            let mut response = request.send().await.map_err(describe)?;
+            let status = response.status().as_u16();
+            let headers = header_list(response.headers());
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::new(read_reason(&e)))? {
+                if body.len() + chunk.len() > MAX_WHOLE_BODY {
+                    return Err(TransportError::new(format!("The answer is larger than {MAX_WHOLE_BODY} bytes")));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Response { status, headers, body })
         };
-        let mut response = result?;
-        let status = response.status().as_u16();
-        let headers = header_list(&response);
-        let body = response.body_mut().with_config().limit(256 * 1024 * 1024).read_to_vec().map_err(describe)?;
-        let response = Response { status, headers, body };
+        let response = block_on_within(ATTEMPT_TIMEOUT, exchange)
+            .unwrap_or_else(|| Err(TransportError::new("Request timed out")))?;
         log_wire(url, &response);
         Ok(response)
     }
@@ -223,85 +245,97 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
     ) -> Result<StreamingResponse, TransportError> {
-        let (agent, request) = self.prepare(method, url, headers, true)?;
-        let request = request.body(()).map_err(|e| TransportError::config(e.to_string()))?;
-        let response = agent.run(request).map_err(describe)?;
+        let request = self.prepare(method, url, headers)?;
+        let response = block_on_within(RESPONSE_TIMEOUT, request.send())
+            .ok_or_else(|| TransportError::new("Request timed out"))?
+            .map_err(describe)?;
         let status = response.status().as_u16();
-        let headers = header_list(&response);
+        let headers = header_list(response.headers());
         log_wire_head(url, status, &headers);
-        Ok(StreamingResponse { status, headers, url: url.to_string(), body: response.into_body() })
+        let body_deadline = Instant::now() + BODY_TIMEOUT;
+        Ok(StreamingResponse { status, headers, url: url.to_string(), body: response, body_deadline })
     }
 
-    /// The agent for `url` (its proxy and trust store) and a request with `headers`.
+    /// A request to `url` on the client for its proxy and trust store, with `headers`.
     fn prepare(
         &self,
         method: &str,
         url: &str,
         headers: &[(&str, String)],
-        stream: bool,
-    ) -> Result<(ureq::Agent, ureq::http::request::Builder), TransportError> {
-        let parts = split_url(url)?;
-        let proxy = proxy::choose(&parts.scheme, &parts.host, parts.port, &self.proxies, &|n| std::env::var(n).ok());
-        let agent = self.agent_of_kind(proxy, parts.scheme == "https", stream)?;
-        let mut request = ureq::http::Request::builder().method(method).uri(url);
+    ) -> Result<reqwest::RequestBuilder, TransportError> {
+        let parsed = parse_url(url)?;
+        let scheme = parsed.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(TransportError::config(format!("Unsupported URL scheme {scheme}")));
+        }
+        let host = parsed.host_str().unwrap_or_default();
+        let proxy = proxy::choose(scheme, host, parsed.port(), &self.proxies, &|n| std::env::var(n).ok());
+        let client = self.client_of_kind(proxy, scheme == "https")?;
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| TransportError::config(format!("Invalid HTTP method {method}")))?;
+        let mut request = client.request(method, parsed);
         for (name, value) in headers {
             request = request.header(*name, value.as_str());
         }
-        Ok((agent, request))
+        Ok(request)
     }
 
-    fn agent_of_kind(&self, proxy: Option<String>, https: bool, stream: bool) -> Result<ureq::Agent, TransportError> {
-        let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (proxy, https, stream);
-        if let Some(agent) = agents.get(&key) {
-            return Ok(agent.clone());
+    fn client_of_kind(&self, proxy: Option<String>, https: bool) -> Result<reqwest::Client, TransportError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (proxy, https);
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
         }
-        let proxy = match &key.0 {
-            Some(url) => Some(
-                ureq::Proxy::new(url)
-                    .map_err(|e| TransportError::config(format!("Invalid proxy {}: {e}", redact_userinfo(url))))?,
-            ),
-            None => None,
-        };
-        let mut config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .proxy(proxy)
+        // Only HTTPS needs the trust store, so plain-HTTP calls never read it.
+        let tls =
+            if https { (*tls::https_config().map_err(TransportError::config)?).clone() } else { tls::plain_config() };
+        let mut builder = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
             .user_agent(self.user_agent.as_str())
-            .timeout_connect(Some(CONNECT_TIMEOUT));
-        config = if stream {
-            config.max_redirects(0).timeout_recv_response(Some(RESPONSE_TIMEOUT)).timeout_recv_body(Some(BODY_TIMEOUT))
-        } else {
-            config.timeout_global(Some(ATTEMPT_TIMEOUT))
-        };
-        if https {
-            // Only HTTPS needs the trust store, so plain-HTTP calls never read it.
-            let roots = tls::root_certs().map_err(TransportError::config)?;
-            config = config.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            // Proxies are chosen per request by `proxy::choose`, never by reqwest itself.
+            .no_proxy();
+        if let Some(url) = &key.0 {
+            builder = builder.proxy(proxy::to_reqwest(url)?);
         }
-        let agent: ureq::Agent = config.build().into();
-        agents.insert(key, agent.clone());
-        Ok(agent)
+        let client = builder.build().map_err(|e| TransportError::config(format!("HTTP client: {}", innermost(&e))))?;
+        clients.insert(key, client.clone());
+        Ok(client)
     }
 }
 
+/// A whole response body (API answers, error pages) is never kept beyond this.
+const MAX_WHOLE_BODY: usize = 256 * 1024 * 1024;
+
 /// A response's headers as (name, value) text pairs.
-fn header_list<B>(response: &ureq::http::Response<B>) -> Vec<(String, String)> {
-    response
-        .headers()
-        .iter()
-        .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-        .collect()
+fn header_list(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers.iter().map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
+}
+
+/// The message of the innermost cause: `Connection refused (os error 111)` rather
+/// than reqwest's `error sending request for url (…)`.
+pub(crate) fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
 }
 
 /// A readable one-line reason for a failed request.
-fn describe(error: ureq::Error) -> TransportError {
-    let message = match &error {
-        ureq::Error::Timeout(_) => "Request timed out".to_string(),
-        ureq::Error::HostNotFound => "Could not resolve host name".to_string(),
-        ureq::Error::Io(e) => e.to_string(),
-        other => other.to_string(),
-    };
-    TransportError::new(message)
+fn describe(error: reqwest::Error) -> TransportError {
+    if error.is_timeout() {
+        return TransportError::new("Request timed out");
+    }
+    let reason = innermost(&error);
+    if reason.contains("failed to lookup address") || reason.contains("Name or service not known") {
+        return TransportError::new("Could not resolve host name");
+    }
+    if error.is_builder() {
+        return TransportError::config(reason);
+    }
+    TransportError::new(reason)
 }
 
 /// `Response: <status> <url> [headers: {...}]`, and the body of failures, as the

@@ -8,9 +8,11 @@
 //! moves the service (as in the AWS SDKs) and `AWS_EC2_METADATA_DISABLED=true` turns it off.
 
 use crate::credentials::Credentials;
+use crate::http::innermost;
 use crate::retry::{self, Policy, Verdict};
+use crate::runtime::block_on;
 use base64::Engine;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 const DEFAULT_ENDPOINT: &str = "http://169.254.169.254";
@@ -49,7 +51,8 @@ struct Session {
 pub struct Imds {
     endpoint: String,
     disabled: bool,
-    agent: ureq::Agent,
+    /// Built on the first request: most runs never ask IMDS anything.
+    client: OnceLock<reqwest::Client>,
     retry: Policy,
     session: Mutex<Session>,
 }
@@ -90,17 +93,10 @@ impl Imds {
     }
 
     pub fn new(endpoint: &str, disabled: bool, retry: Policy) -> Self {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .proxy(None) // IMDS-03: never through a proxy
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_global(Some(REQUEST_TIMEOUT))
-            .user_agent(concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION")))
-            .build();
         Imds {
             endpoint: endpoint.trim_end_matches('/').to_string(),
             disabled,
-            agent: config.into(),
+            client: OnceLock::new(),
             retry,
             session: Mutex::new(Session {
                 reachability: Reachability::Unknown,
@@ -194,14 +190,29 @@ impl Imds {
         )
     }
 
+    fn client(&self) -> &reqwest::Client {
+        self.client.get_or_init(|| {
+            reqwest::Client::builder()
+                .use_preconfigured_tls(crate::tls::plain_config())
+                .no_proxy() // IMDS-03: never through a proxy
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(CONNECT_TIMEOUT)
+                .timeout(REQUEST_TIMEOUT)
+                .user_agent(concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION")))
+                .build()
+                // Building fails only without TLS settings, which plain_config always gives.
+                .unwrap_or_else(|e| unreachable!("IMDS client: {e}"))
+        })
+    }
+
     fn attempt(&self, path: &str) -> Result<String, ImdsError> {
         let token = self.token()?;
         let url = format!("{}{path}", self.endpoint);
-        let mut request = self.agent.get(&url);
+        let mut request = self.client().get(&url);
         if let Some(token) = &token {
             request = request.header("X-aws-ec2-metadata-token", token);
         }
-        match self.exchange(request.call()) {
+        match self.exchange(request) {
             Outcome::Status(200, body) => Ok(body),
             Outcome::Status(404, _) => Err(ImdsError::NotFound { path: path.to_string() }),
             Outcome::Status(401, _) => {
@@ -223,9 +234,8 @@ impl Imds {
             return Ok(token);
         }
         let url = format!("{}/latest/api/token", self.endpoint);
-        let outcome = self.exchange(
-            self.agent.put(&url).header("X-aws-ec2-metadata-token-ttl-seconds", TOKEN_TTL_SECONDS).send_empty(),
-        );
+        let outcome =
+            self.exchange(self.client().put(&url).header("X-aws-ec2-metadata-token-ttl-seconds", TOKEN_TTL_SECONDS));
         let token = match outcome {
             Outcome::Status(200, body) if !body.trim().is_empty() => Some(body.trim().to_string()),
             // Refused (403/404/405…) or dropped by the hop limit: use IMDSv1.
@@ -237,19 +247,20 @@ impl Imds {
     }
 
     /// Performs one exchange and records whether the service answered at all.
-    fn exchange(&self, result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Outcome {
-        let outcome = match result {
-            Ok(mut response) => {
-                let status = response.status().as_u16();
-                match response.body_mut().read_to_string() {
-                    Ok(body) => Outcome::Status(status, body),
-                    Err(ureq::Error::Timeout(_)) => Outcome::Timeout,
-                    Err(e) => Outcome::NoConnection(e.to_string()),
-                }
+    fn exchange(&self, request: reqwest::RequestBuilder) -> Outcome {
+        let outcome = block_on(async {
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(e) if e.is_timeout() => return Outcome::Timeout,
+                Err(e) => return Outcome::NoConnection(innermost(&e)),
+            };
+            let status = response.status().as_u16();
+            match response.text().await {
+                Ok(body) => Outcome::Status(status, body),
+                Err(e) if e.is_timeout() => Outcome::Timeout,
+                Err(e) => Outcome::NoConnection(innermost(&e)),
             }
-            Err(ureq::Error::Timeout(_)) => Outcome::Timeout,
-            Err(e) => Outcome::NoConnection(e.to_string()),
-        };
+        });
         let mut session = self.session();
         match (&outcome, session.reachability) {
             (Outcome::Status(..), _) => session.reachability = Reachability::Reachable,

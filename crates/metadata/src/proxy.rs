@@ -6,7 +6,8 @@
 //! or for IP addresses exact addresses and CIDR blocks. The instance metadata service is
 //! never proxied; its client does not come here at all.
 
-use std::net::Ipv4Addr;
+use crate::http::{TransportError, redact_url};
+use std::net::{IpAddr, Ipv4Addr};
 
 /// Proxies given on the command line, `[scheme://][user:password@]host:port`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,31 +35,58 @@ pub fn choose(
     if bypasses(&no_proxy, host, port) { None } else { Some(from_env) }
 }
 
-/// Whether a `NO_PROXY` list covers the host.
+/// Whether a `NO_PROXY` list covers the host. Names match on a dot boundary
+/// (`example.com` covers `www.example.com`, not `badexample.com`), as Python 3's urllib
+/// and curl do (the reference's plain suffix match was a bug, WEAK-noproxy).
 pub fn bypasses(no_proxy: &str, host: &str, port: Option<u16>) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let host = host.trim_end_matches('.');
     let netloc = match port {
         Some(p) => format!("{host}:{p}"),
-        None => host.clone(),
+        None => host.to_string(),
     };
     let entries = no_proxy.split(',').map(|e| e.trim().to_ascii_lowercase()).filter(|e| !e.is_empty());
-    let ip: Option<Ipv4Addr> = host.parse().ok();
+    let ip: Option<IpAddr> = host.parse().ok();
     for entry in entries {
         if entry == "*" {
             return true;
         }
-        if let Some(ip) = ip {
-            if entry == host || in_cidr(ip, &entry) {
-                return true;
+        match ip {
+            Some(IpAddr::V4(v4)) => {
+                if entry == host || entry == netloc || in_cidr(v4, &entry) {
+                    return true;
+                }
             }
-            continue;
-        }
-        let suffix = entry.strip_prefix("*.").map(|s| format!(".{s}")).unwrap_or(entry);
-        if netloc.ends_with(&suffix) || host.ends_with(&suffix) {
-            return true;
+            Some(IpAddr::V6(_)) => {
+                if entry.trim_start_matches('[').trim_end_matches(']') == host {
+                    return true;
+                }
+            }
+            None => {
+                let name = entry.trim_start_matches("*.").trim_start_matches('.').trim_end_matches('.');
+                // `host:port` entries cover that port only.
+                let target = if name.contains(':') { netloc.as_str() } else { host };
+                if !name.is_empty() && (target == name || target.ends_with(&format!(".{name}"))) {
+                    return true;
+                }
+            }
         }
     }
     false
+}
+
+/// A proxy given as `[scheme://][user:password@]host:port` (the scheme defaults to
+/// `http`), for reqwest: requests to `http://` URLs go to it in absolute form, requests
+/// to `https://` URLs through a CONNECT tunnel, with basic `Proxy-Authorization` when
+/// it has a user (NET-02).
+pub fn to_reqwest(proxy: &str) -> Result<reqwest::Proxy, TransportError> {
+    let with_scheme = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
+    let invalid = |reason: String| TransportError::config(format!("Invalid proxy {}: {reason}", redact_url(proxy)));
+    let url = url::Url::parse(&with_scheme).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("expected [http://][user:password@]host:port".into()));
+    }
+    reqwest::Proxy::all(url).map_err(|e| invalid(e.to_string()))
 }
 
 fn in_cidr(ip: Ipv4Addr, entry: &str) -> bool {
@@ -122,6 +150,16 @@ mod tests {
             ("*", "anything", None, true),
             ("", "anything", None, false),
             ("EXAMPLE.com", "Example.COM", None, true),
+            // Names match on a dot boundary only.
+            ("example.com", "badexample.com", None, false),
+            (".example.com", "badexample.com", None, false),
+            ("*.example.com", "badexample.com", None, false),
+            (".example.com", "example.com", None, true),
+            ("example.com", "example.com.", None, true),
+            ("ample.com", "www.example.com", None, false),
+            ("127.0.0.1:5000", "127.0.0.1", Some(5000), true),
+            ("::1", "[::1]", Some(80), true),
+            ("[::1]", "::1", None, true),
         ];
         for (list, host, port, expected) in cases {
             assert_eq!(bypasses(list, host, port), expected, "NO_PROXY={list:?} host={host} port={port:?}");

@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::sync::OnceLock;
+use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 
 /// The process's runtime: current-thread, with I/O and timers.
@@ -26,6 +27,11 @@ pub fn runtime() -> &'static Runtime {
 /// an async task of the runtime (use `tokio::task::spawn_blocking` there).
 pub fn block_on<F: Future>(future: F) -> F::Output {
     runtime().block_on(future)
+}
+
+/// Runs `future` like [`block_on`], giving up after `limit`; `None` when time ran out.
+pub fn block_on_within<F: Future>(limit: Duration, future: F) -> Option<F::Output> {
+    block_on(async { tokio::time::timeout(limit, future).await.ok() })
 }
 
 #[cfg(test)]

@@ -7,9 +7,12 @@
 //! `FROM scratch` image) falls back to the Mozilla roots compiled into the binary.
 
 use crate::paths;
+use rustls::RootCertStore;
+use rustls::crypto::ring;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use ureq::tls::{Certificate, PemItem, RootCerts};
 
 const SYSTEM_BUNDLES: &[&str] = &[
     "/etc/ssl/certs/ca-certificates.crt",
@@ -38,27 +41,63 @@ pub fn bundle_path() -> Option<PathBuf> {
     SYSTEM_BUNDLES.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
-/// The roots for HTTPS, loaded once per process.
-pub fn root_certs() -> Result<RootCerts, String> {
-    static ROOTS: OnceLock<Result<RootCerts, String>> = OnceLock::new();
-    ROOTS
-        .get_or_init(|| match bundle_path() {
-            Some(path) => load_bundle(&path),
-            None => Ok(RootCerts::WebPki),
+/// The TLS settings of HTTPS requests: the trust store of `bundle_path`, read once per
+/// process and only when the first HTTPS request is made (one file, no directory scan).
+pub fn https_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let roots = match bundle_path() {
+                Some(path) => load_bundle(&path)?,
+                None => RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() },
+            };
+            config_with(roots).map(Arc::new)
         })
         .clone()
 }
 
-fn load_bundle(path: &Path) -> Result<RootCerts, String> {
+/// TLS settings that trust nothing, for clients that only ever send plain-HTTP
+/// requests: building them reads no file.
+pub fn plain_config() -> rustls::ClientConfig {
+    config_with(RootCertStore::empty()).unwrap_or_else(|e| unreachable!("ring supports the default versions: {e}"))
+}
+
+fn config_with(roots: RootCertStore) -> Result<rustls::ClientConfig, String> {
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS settings: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+fn load_bundle(path: &Path) -> Result<RootCertStore, String> {
     let pem = std::fs::read(path).map_err(|e| format!("Could not read CA bundle {}: {e}", path.display()))?;
-    let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-        .filter_map(|item| match item {
-            Ok(PemItem::Certificate(cert)) => Some(cert),
-            _ => None,
-        })
-        .collect();
-    if certs.is_empty() {
+    let mut roots = RootCertStore::empty();
+    // A bundle may hold other PEM items (keys, CRLs) and certificates that webpki
+    // cannot use as anchors: those are skipped, as OpenSSL-based tools skip them.
+    for cert in CertificateDer::pem_slice_iter(&pem).flatten() {
+        let _ = roots.add(cert);
+    }
+    if roots.is_empty() {
         return Err(format!("CA bundle {} holds no certificates", path.display()));
     }
-    Ok(RootCerts::Specific(Arc::new(certs)))
+    Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundles_without_certificates_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let err = load_bundle(&empty).unwrap_err();
+        assert_eq!(err, format!("CA bundle {} holds no certificates", empty.display()));
+        let missing = dir.path().join("missing.pem");
+        assert!(
+            load_bundle(&missing).unwrap_err().starts_with(&format!("Could not read CA bundle {}", missing.display()))
+        );
+    }
 }
