@@ -22,7 +22,7 @@
 use crate::auth::{Authentication, S3Keys, Selected};
 use crate::credentials::Credentials;
 use crate::endpoint::Endpoints;
-use crate::http::{self, BodyError, HttpClient, TransportError};
+use crate::http::{self, BodyError, Hop, HttpClient, TransportError};
 use crate::imds::Imds;
 use crate::retry::{self, Policy, Verdict};
 use crate::s3url::{self, S3Location};
@@ -163,16 +163,27 @@ impl Downloader {
         let source_host = source.host;
         let mut current = strip_fragment(url).to_string();
         let mut region_fix: Option<String> = None;
+        let mut hop = Hop::First;
+        // Once a redirect has left HTTPS for plain HTTP, no later hop gets credentials.
+        let mut downgraded = false;
         for _ in 0..=MAX_REDIRECTS {
             let s3 = s3url::parse(&current, &self.endpoints);
-            let selected = self.auth.select(&current, s3.as_ref(), named, &source_host);
+            let selected = if downgraded { None } else { self.auth.select(&current, s3.as_ref(), named, &source_host) };
             let prepared = self.prepare(&current, s3.as_ref(), selected, region_fix.as_deref())?;
             let mut response =
-                self.http.stream("GET", &prepared.url, &prepared.headers).map_err(DownloadError::Transport)?;
+                self.http.stream("GET", &prepared.url, &prepared.headers, hop).map_err(DownloadError::Transport)?;
 
             if (300..400).contains(&response.status) {
                 if let Some(location) = response.header("Location").map(str::to_string) {
                     let next = resolve(&current, &location);
+                    if scheme_of(&current).as_deref() == Some("https") && scheme_of(&next).as_deref() == Some("http") {
+                        tracing::info!(
+                            "Redirect from HTTPS to plain HTTP ({}); no credentials are sent from here on",
+                            http::redact_url(&next)
+                        );
+                        downgraded = true;
+                    }
+                    hop = Hop::Redirected;
                     if s3url::parse(&next, &self.endpoints).is_some() {
                         tracing::info!("Handling redirect to S3 location: {}", http::redact_url(&next));
                     } else {
@@ -358,24 +369,25 @@ fn is_presigned(url: &str) -> bool {
     })
 }
 
-/// The URL a `Location` header points to, relative to `base`.
+fn scheme_of(url: &str) -> Option<String> {
+    http::split_url(url).ok().map(|p| p.scheme)
+}
+
+/// The URL a `Location` header points to, relative to `base`, by the same URL parser
+/// that sends the request (the fragment dropped).
 fn resolve(base: &str, location: &str) -> String {
     let location = location.trim();
-    if location.contains("://") {
-        return location.to_string();
-    }
-    let Ok(parts) = http::split_url(base) else {
-        return location.to_string();
+    let joined = match url::Url::parse(base) {
+        Ok(base) => base.join(location),
+        Err(_) => url::Url::parse(location),
     };
-    let origin = format!("{}://{}", parts.scheme, parts.netloc);
-    if let Some(rest) = location.strip_prefix("//") {
-        format!("{}://{rest}", parts.scheme)
-    } else if location.starts_with('/') {
-        format!("{origin}{location}")
-    } else {
-        let path = parts.path_and_query.split('?').next().unwrap_or("/");
-        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        format!("{origin}{dir}/{location}")
+    match joined {
+        Ok(mut url) => {
+            url.set_fragment(None);
+            url.to_string()
+        }
+        // Unparseable: the request fails with the parser's reason, naming it.
+        Err(_) => location.to_string(),
     }
 }
 
@@ -534,6 +546,8 @@ mod tests {
     #[test]
     fn redirects_resolve_and_presigned_urls_are_recognised() {
         assert_eq!(resolve("https://a/b/c?x", "https://d/e"), "https://d/e");
+        assert_eq!(resolve("https://a/b/c?x", "http://other-host:8080#@good-host/x"), "http://other-host:8080/");
+        assert_eq!(resolve("https://a/b/c", "../d?q#f"), "https://a/d?q");
         assert_eq!(resolve("https://a:1/b/c", "/e"), "https://a:1/e");
         assert_eq!(resolve("https://a/b/c", "//d/e"), "https://d/e");
         assert_eq!(resolve("https://a/b/c", "e"), "https://a/b/e");

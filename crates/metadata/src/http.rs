@@ -6,6 +6,8 @@ use crate::proxy::{self, ProxyOptions};
 use crate::runtime::block_on_within;
 use crate::tls;
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -116,10 +118,59 @@ pub struct HttpClient {
     clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
 }
 
-/// Clients differ by proxy and by whether they need the trust store. None follows
-/// redirects: API calls must not (a redirect would carry a signed request elsewhere),
-/// and downloads follow them hop by hop, choosing each hop's credentials themselves.
-type ClientKey = (Option<String>, bool);
+/// Clients differ by proxy, by whether they need the trust store, and by whether they
+/// refuse link-local addresses (redirect hops). None follows redirects: API calls must
+/// not (a redirect would carry a signed request elsewhere), and downloads follow them
+/// hop by hop, choosing each hop's credentials themselves.
+type ClientKey = (Option<String>, bool, bool);
+
+/// Whether a request is the one asked for or one a redirect led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    First,
+    Redirected,
+}
+
+/// Link-local addresses (169.254.0.0/16, fe80::/10) hold the instance metadata service
+/// (169.254.169.254, and fd00:ec2::254 on IPv6-only instances): a server must not be
+/// able to send our request there by a redirect (SEC-04).
+pub fn is_link_local(ip: IpAddr) -> bool {
+    const IMDS_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            v6 == IMDS_V6
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_link_local())
+        }
+    }
+}
+
+fn is_link_local_host(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(v4)) => is_link_local(IpAddr::V4(v4)),
+        Some(url::Host::Ipv6(v6)) => is_link_local(IpAddr::V6(v6)),
+        _ => false,
+    }
+}
+
+/// Name resolution for redirect hops: a name that resolves to link-local addresses
+/// only is refused, and link-local answers are never connected to.
+struct NoLinkLocal;
+
+impl reqwest::dns::Resolve for NoLinkLocal {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| !is_link_local(a.ip())).collect();
+            if allowed.is_empty() {
+                return Err(format!("{host} resolves to a link-local address; a redirect may not lead there").into());
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
 
 /// A response whose body is still to be read, from `HttpClient::stream`.
 pub struct StreamingResponse {
@@ -212,7 +263,7 @@ impl HttpClient {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<Response, TransportError> {
-        let mut request = self.prepare(method, url, headers)?;
+        let mut request = self.prepare(method, url, headers, Hop::First)?;
         if let Some(bytes) = body {
             request = request.body(bytes.to_vec());
         }
@@ -239,13 +290,18 @@ impl HttpClient {
     /// have arrived; the body is read by the caller (downloads, NET-07: the same proxies
     /// as every other request). Redirects are returned, not followed, so that the caller
     /// decides which credentials the next hop gets. The wire log gets the response line.
+    ///
+    /// A request that follows a redirect (`hop` is `Hop::Redirected`) may not go to a
+    /// link-local address, where the instance metadata service answers: not by an
+    /// address in the URL, not by a name that resolves there.
     pub fn stream(
         &self,
         method: &str,
         url: &str,
         headers: &[(&str, String)],
+        hop: Hop,
     ) -> Result<StreamingResponse, TransportError> {
-        let request = self.prepare(method, url, headers)?;
+        let request = self.prepare(method, url, headers, hop)?;
         let response = block_on_within(RESPONSE_TIMEOUT, request.send())
             .ok_or_else(|| TransportError::new("Request timed out"))?
             .map_err(describe)?;
@@ -262,15 +318,23 @@ impl HttpClient {
         method: &str,
         url: &str,
         headers: &[(&str, String)],
+        hop: Hop,
     ) -> Result<reqwest::RequestBuilder, TransportError> {
         let parsed = parse_url(url)?;
         let scheme = parsed.scheme();
         if scheme != "http" && scheme != "https" {
             return Err(TransportError::config(format!("Unsupported URL scheme {scheme}")));
         }
+        let guarded = hop == Hop::Redirected;
+        if guarded && is_link_local_host(&parsed) {
+            return Err(TransportError::config(format!(
+                "Refusing to follow a redirect to a link-local address: {}",
+                redact_url(url)
+            )));
+        }
         let host = parsed.host_str().unwrap_or_default();
         let proxy = proxy::choose(scheme, host, parsed.port(), &self.proxies, &|n| std::env::var(n).ok());
-        let client = self.client_of_kind(proxy, scheme == "https")?;
+        let client = self.client_of_kind((proxy, scheme == "https", guarded))?;
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| TransportError::config(format!("Invalid HTTP method {method}")))?;
         let mut request = client.request(method, parsed);
@@ -280,9 +344,9 @@ impl HttpClient {
         Ok(request)
     }
 
-    fn client_of_kind(&self, proxy: Option<String>, https: bool) -> Result<reqwest::Client, TransportError> {
+    fn client_of_kind(&self, key: ClientKey) -> Result<reqwest::Client, TransportError> {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (proxy, https);
+        let (_, https, guarded) = key;
         if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
@@ -298,6 +362,9 @@ impl HttpClient {
             .no_proxy();
         if let Some(url) = &key.0 {
             builder = builder.proxy(proxy::to_reqwest(url)?);
+        }
+        if guarded {
+            builder = builder.dns_resolver(Arc::new(NoLinkLocal));
         }
         let client = builder.build().map_err(|e| TransportError::config(format!("HTTP client: {}", innermost(&e))))?;
         clients.insert(key, client.clone());
@@ -412,6 +479,27 @@ mod tests {
         assert_eq!((p.host.as_str(), p.port), ("[::1]", Some(8080)));
         assert!(split_url("not a url").is_err());
         assert!(split_url("http:///path").is_err());
+    }
+
+    #[test]
+    fn the_authority_ends_where_the_http_client_ends_it() {
+        // `#` ends the authority: this request goes to other-host, not good-host.
+        let p = split_url("http://other-host:8080#@good-host/x").unwrap();
+        assert_eq!((p.host.as_str(), p.port), ("other-host", Some(8080)));
+        let p = split_url("http://good-host\\@other-host/x").unwrap();
+        assert_eq!(p.host, "good-host");
+        let p = split_url("http://u:p@GOOD-host:80/a?b").unwrap();
+        assert_eq!((p.netloc.as_str(), p.path_and_query.as_str()), ("good-host", "/a?b"));
+    }
+
+    #[test]
+    fn link_local_addresses_are_recognised() {
+        for ip in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "::ffff:169.254.169.254"] {
+            assert!(is_link_local(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["127.0.0.1", "10.0.0.1", "fd00:ec2::253", "::1", "170.254.169.254"] {
+            assert!(!is_link_local(ip.parse().unwrap()), "{ip}");
+        }
     }
 
     #[test]
