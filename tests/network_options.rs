@@ -25,6 +25,37 @@ fn command_line_proxy_carries_the_api_call() {
         .stdout_is("v\n");
     let emulator_netloc = emulator.url.trim_start_matches("http://").to_string();
     assert_eq!(proxy.targets(), [emulator_netloc]);
+    // The proxy refuses CONNECT to ports that are not its SSL ports, as squid does by
+    // default: a plain-http call goes in absolute form, never through a tunnel (NET-02).
+    let request = &proxy.requests()[0];
+    assert_eq!(request.method, "GET");
+    assert!(request.target.starts_with(&format!("{}/?", emulator.url)), "{request:?}");
+}
+
+#[test]
+fn no_proxy_names_match_on_a_dot_boundary() {
+    let emulator = Emulator::shared();
+    let stack = stack(&emulator);
+    let proxy = RecordingProxy::start();
+    let sandbox = Sandbox::new();
+    // The same emulator by name, so that NO_PROXY compares names.
+    let by_name = emulator.url.replace("127.0.0.1", "localhost");
+    let get = |no_proxy: &str| {
+        sandbox
+            .cmd("cfn-get-metadata")
+            .args(["-s", &stack, "-r", "Instance", "-k", "k", "--url", &by_name])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .env("http_proxy", &proxy.url)
+            .env("NO_PROXY", no_proxy)
+            .run()
+    };
+    for (no_proxy, proxied) in
+        [("calhost", true), ("host", true), ("localhost", false), (".localhost", false), ("*.localhost", false)]
+    {
+        let before = proxy.targets().len();
+        get(no_proxy).code(0).stdout_is("v\n");
+        assert_eq!(proxy.targets().len() - before, usize::from(proxied), "NO_PROXY={no_proxy}");
+    }
 }
 
 #[test]
@@ -82,67 +113,6 @@ fn an_unreadable_ca_bundle_is_reported() {
         .stderr_has(&format!("Could not read CA bundle {}", sandbox.path("missing.pem").display()));
 }
 
-/// A private CA and a server certificate for 127.0.0.1 it signed, made with openssl.
-/// Returns (CA certificate, server certificate, server key).
-fn private_ca(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
-    let path = |name: &str| dir.join(name);
-    let openssl = |args: &[&str]| {
-        let status = std::process::Command::new("openssl")
-            .current_dir(dir)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .expect("run openssl");
-        assert!(status.success(), "openssl {args:?} failed");
-    };
-    openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=test CA",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ]);
-    openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-    ]);
-    std::fs::write(path("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-extfile",
-        "ext.cnf",
-        "-out",
-        "server.pem",
-    ]);
-    (path("ca.pem"), path("server.pem"), path("server.key"))
-}
-
 #[test]
 fn https_endpoints_are_verified_against_the_configured_authorities() {
     let sandbox = Sandbox::new();
@@ -184,6 +154,21 @@ fn https_endpoints_are_verified_against_the_configured_authorities() {
     std::fs::remove_file(sandbox.path("etc/ca-override.pem")).unwrap();
     // REQUESTS_CA_BUNDLE wins over CA_OVERRIDE.
     get().env("REQUESTS_CA_BUNDLE", &cert).env("CA_OVERRIDE", "/nonexistent").run().code(0).stdout_is("v\n");
+    // Through a proxy, HTTPS goes in a CONNECT tunnel; a proxy that refuses the tunnel
+    // fails the call with its answer.
+    let proxy = RecordingProxy::with_ssl_ports(&[tls_port.parse().unwrap()]);
+    get().env("CA_OVERRIDE", &cert).args(["--https-proxy", &proxy.url]).run().code(0).stdout_is("v\n");
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        (requests[0].method.as_str(), requests[0].target.as_str()),
+        ("CONNECT", &*format!("127.0.0.1:{tls_port}"))
+    );
+    let refusing = RecordingProxy::start();
+    let refused = get().env("CA_OVERRIDE", &cert).args(["--https-proxy", &refusing.url]).run();
+    refused.code(1).stdout_is("");
+    assert!(refused.stderr.starts_with(&format!("Could not reach {https_url}/: ")), "{refused}");
+    assert!(refusing.requests()[0].refused);
     // Without it, the private CA is not trusted: verification is always on.
     let refused = get().env("SSL_CERT_FILE", "/nonexistent").run();
     refused.code(1).stdout_is("");

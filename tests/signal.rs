@@ -570,6 +570,11 @@ fn the_handle_put_uses_the_command_line_and_environment_proxies() {
         .code(0)
         .stdout_is("CloudFormation signaled successfully with SUCCESS.\n");
     assert_eq!(cli.targets(), std::slice::from_ref(&netloc));
+    // A proxy that refuses CONNECT to plain-http ports still carries the PUT: it goes
+    // in absolute form (NET-02).
+    let put = &cli.requests()[0];
+    assert_eq!(put.method, "PUT");
+    assert!(put.target.starts_with(&format!("{}/", emulator.url)), "{put:?}");
 
     // The handle keeps answering 200 after the condition completed, so it can take
     // a second signal through the environment's proxy.

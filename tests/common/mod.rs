@@ -600,3 +600,64 @@ pub fn received(emulator: &Emulator, region: &str, queue_path: &str) -> Vec<serd
     );
     xml_texts(&answer, "Body").iter().map(|b| serde_json::from_str(b).unwrap_or_else(|e| panic!("{b}: {e}"))).collect()
 }
+
+/// A private CA and a server certificate for 127.0.0.1 it signed, made with openssl.
+/// Returns (CA certificate, server certificate, server key).
+pub fn private_ca(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let path = |name: &str| dir.join(name);
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(path("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "server.pem",
+    ]);
+    (path("ca.pem"), path("server.pem"), path("server.key"))
+}
