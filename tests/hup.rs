@@ -491,6 +491,23 @@ fn runas_runs_the_action_as_that_user() {
     );
 }
 
+/// A hook file as users write them, read as ConfigParser reads it (HUP-CONF-02): CRLF
+/// line ends, a multi-line action with a comment line inside it and a `\` at the end of a
+/// line (kept for the shell, not joined by the reader), `%%` and `%(name)s` from `[DEFAULT]`.
+#[test]
+fn a_multi_line_action_with_comments_crlf_and_interpolation_runs_as_written() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let text = format!(
+        "[DEFAULT]\nmarks = {}\n\n[Multi]\nTriggers: post.add\npath=Resources.Instance.Metadata.k\n\
+         action=printf '%%s|' one \\\n    two >> %(marks)s\n# a comment line does not end the action\n\n\
+         \techo three >> %(marks)s\n",
+        hup.marks_path().display()
+    );
+    hup.hooks(&text.replace('\n', "\r\n"));
+    hup.once();
+    assert_eq!(hup.marks(), ["one|two|three"], "{}", hup.log());
+}
+
 /// Hooks missing a key are skipped with the reference's ERROR line; none left is the
 /// reference's fatal error, now on stderr too (HUP-HOOK-01..02, HUP-CONF-03).
 #[test]

@@ -1,7 +1,7 @@
 //! The INI dialect of `cfn-hup.conf` and the hook files (HUP-CONF-02).
 //!
-//! The reference read these files with Python 2's `SafeConfigParser`. This reader
-//! accepts the same files, with these rules decided explicitly:
+//! The reference read these files with Python 2's `SafeConfigParser`. rust-ini reads them
+//! here, and this module accepts the same files, with these rules decided explicitly:
 //!
 //! * `[section]` headers; section names are case-sensitive, `[DEFAULT]` supplies values
 //!   to every section; a section or key seen again (in the same or a later file) merges,
@@ -15,8 +15,26 @@
 //! * `%%` is a literal `%` and `%(name)s` is replaced by the value of `name` from the same
 //!   section or `[DEFAULT]`, as in the reference; unlike the reference, any other `%` is
 //!   kept as it is instead of killing cfn-hup with an interpolation error (WEAK-ini).
+//!
+//! Who does what: [`lines`] walks the lines with ConfigParser's rules (comments, which
+//! line continues a value, which line is an error and its message) where rust-ini's own
+//! grammar differs (listed there), and hands rust-ini a canonical text; rust-ini finds the
+//! sections, splits and trims keys and values and joins continuation lines. On top of
+//! what it returns, this module merges repeated sections and files, folds key case, applies
+//! `[DEFAULT]` and `""`, and interpolates — none of which rust-ini does.
+
+mod lines;
 
 use std::path::Path;
+
+/// Quotes and `\` escapes are not ConfigParser's (`a="x"` keeps its quotes, `C:\new` its
+/// backslash); indented continuation lines are.
+const PARSE_OPTION: ini::ParseOption = ini::ParseOption {
+    enabled_quote: false,
+    enabled_escape: false,
+    enabled_indented_mutiline_value: true,
+    enabled_preserve_key_leading_whitespace: false,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IniError {
@@ -56,66 +74,38 @@ pub struct Ini {
 const DEFAULT_SECTION: &str = "DEFAULT";
 const MAX_INTERPOLATION_DEPTH: usize = 10;
 
+/// ConfigParser's `""` rule, tested on the value's first line (continuation lines are
+/// joined after it): `""` alone is the empty string.
+fn empty_quotes(mut value: String) -> String {
+    if value == "\"\"" || value.starts_with("\"\"\n") {
+        value.replace_range(..2, "");
+    }
+    value
+}
+
 impl Ini {
     pub fn new() -> Ini {
         Ini::default()
     }
 
     /// Reads one more file's text into the same set of sections; `file` names it in errors.
+    /// A file with an error adds nothing (rust-ini reads all of it before anything is merged).
     pub fn read_str(&mut self, text: &str, file: &str) -> Result<(), IniError> {
-        // (index into sections or usize::MAX for DEFAULT, key) of the value a continuation extends
-        let mut current: Option<usize> = None;
-        let mut last_key: Option<String> = None;
-        for (index, raw) in text.split('\n').enumerate() {
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            let lineno = index + 1;
-            let trimmed = line.trim();
-            if trimmed.is_empty() || line.starts_with('#') || line.starts_with(';') {
-                continue;
-            }
-            if line.starts_with(char::is_whitespace) {
-                if let (Some(section), Some(key)) = (current, &last_key) {
-                    let target = self.section_mut(section);
-                    if let Some(entry) = target.entries.iter_mut().find(|(k, _)| k == key) {
-                        entry.1.push('\n');
-                        entry.1.push_str(trimmed);
-                    }
-                    continue;
-                }
-                if trimmed.starts_with('#') || trimmed.starts_with(';') {
-                    continue;
-                }
-            }
-            if let Some(rest) = trimmed.strip_prefix('[')
-                && let Some(end) = rest.find(']')
-                && end > 0
-            {
-                let name = &rest[..end];
-                current = Some(self.section_index(name));
-                last_key = None;
-                continue;
-            }
-            let Some(section) = current else {
-                return Err(IniError::MissingSectionHeader {
-                    file: file.to_string(),
-                    line: lineno,
-                    text: format!("{line}\n"),
-                });
-            };
-            let split = trimmed.find(['=', ':']);
-            match split {
-                Some(at) if at > 0 && !trimmed[..at].trim().is_empty() => {
-                    let key = trimmed[..at].trim().to_lowercase();
-                    let mut value = trimmed[at + 1..].trim().to_string();
-                    if value == "\"\"" {
-                        value.clear();
-                    }
-                    self.section_mut(section).set(key.clone(), value);
-                    last_key = Some(key);
-                }
-                _ => {
-                    return Err(IniError::Parse { file: file.to_string(), line: lineno, text: format!("{line}\n") });
-                }
+        let canonical = lines::canonical(text, file)?;
+        // The canonical text is built to be read without error; should rust-ini still fail,
+        // its line (of the canonical text) is mapped back to the file's line.
+        let parsed = ini::Ini::load_from_str_opt(&canonical.text, PARSE_OPTION).map_err(|e| {
+            let line = canonical.file_line(e.line);
+            IniError::Parse { file: file.to_string(), line, text: format!("{}\n", lines::file_line(text, line)) }
+        })?;
+        // One entry per header, in file order, repeated names included; the general section
+        // (keys before any header) is always empty: `lines` refuses such keys first.
+        for (name, properties) in parsed.iter() {
+            let Some(name) = name else { continue };
+            let section = self.section_index(&lines::decode_name(name));
+            for (key, value) in properties.iter() {
+                let key = lines::decode_key(key).to_lowercase();
+                self.section_mut(section).set(key, empty_quotes(lines::decode_value(value)));
             }
         }
         Ok(())
@@ -271,5 +261,70 @@ mod tests {
         assert_eq!(e, IniError::Parse { file: "f".into(), line: 3, text: "just words\n".into() });
         assert!(Ini::new().read_str("[a]\n=value\n", "f").is_err());
         assert!(Ini::new().read_str("[]\n", "f").is_err());
+    }
+
+    /// A file that does not parse adds nothing to what earlier files gave (the caller
+    /// reports the error and drops the whole set). HUP-CONF-03.
+    #[test]
+    fn a_file_with_an_error_adds_nothing() {
+        let mut i = Ini::new();
+        i.read_str("[a]\nx=1\n", "one").unwrap();
+        assert!(i.read_str("[a]\nx=2\n[b]\ny=1\nbroken\n", "two").is_err());
+        assert_eq!(i.sections(), ["a"]);
+        assert_eq!(get(&i, "a", "x").as_deref(), Some("1"));
+    }
+
+    /// Where rust-ini's own reading of the raw text differs from ConfigParser's (see
+    /// `lines`), the file still reads as the reference reads it. HUP-CONF-02.
+    #[test]
+    fn continuation_lines_survive_what_rust_ini_alone_reads_differently() {
+        // a comment line or a blank line inside a value does not end it; CRLF adds no line
+        let i = ini("[h]\r\naction=a\r\n# note\r\n  b\r\n; note\r\n\r\n  c\r\nnext=x\r\n");
+        assert_eq!(get(&i, "h", "action").as_deref(), Some("a\nb\nc"));
+        assert_eq!(get(&i, "h", "next").as_deref(), Some("x"));
+        // an empty first line is kept (joined with `\n`), as ConfigParser joins it
+        let i = ini("[h]\naction=\n  echo a\n  echo b\nq=\"\"\n  more\n");
+        assert_eq!(get(&i, "h", "action").as_deref(), Some("\necho a\necho b"));
+        assert_eq!(get(&i, "h", "q").as_deref(), Some("\nmore"), "`\"\"` is tested on the first line");
+        // `\` at the end of a line does not join the next one; it stays for the shell
+        let i = ini("[h]\naction=cfn-init -v \\\n    --stack s \\\nk=v \\\n");
+        assert_eq!(get(&i, "h", "action").as_deref(), Some("cfn-init -v \\\n--stack s \\"));
+        assert_eq!(get(&i, "h", "k").as_deref(), Some("v \\"));
+    }
+
+    /// Quotes, backslashes and `\r` are plain characters, as in ConfigParser. HUP-CONF-02.
+    #[test]
+    fn quotes_backslashes_and_carriage_returns_are_kept() {
+        let i = ini("[h]\na='x' \"y\"\nb=C:\\new\\tab\nc\\=v\nd=one\rtwo\n");
+        assert_eq!(get(&i, "h", "a").as_deref(), Some("'x' \"y\""));
+        assert_eq!(get(&i, "h", "b").as_deref(), Some("C:\\new\\tab"));
+        assert_eq!(get(&i, "h", "c\\").as_deref(), Some("v"), "a key may end with `\\`");
+        assert_eq!(get(&i, "h", "d").as_deref(), Some("one\rtwo"));
+    }
+
+    /// Headers and keys as ConfigParser reads them. HUP-CONF-02.
+    #[test]
+    fn headers_and_keys_as_configparser_reads_them() {
+        let i = ini("[ spaced ]\nx=1\n[a]junk after the bracket\n  [c]\n[b=1\n  [not a header]\n[d]]\nz=3\n");
+        assert_eq!(i.sections(), [" spaced ", "a", "c", "d"], "names are not trimmed; text after `]` is ignored");
+        assert_eq!(get(&i, " spaced ", "x").as_deref(), Some("1"));
+        assert_eq!(get(&i, "spaced", "x"), None);
+        assert_eq!(get(&i, "c", "[b").as_deref(), Some("1\n[not a header]"), "a line that is no header is a key");
+        assert_eq!(get(&i, "d", "z").as_deref(), Some("3"));
+    }
+
+    /// A line that is neither header, key nor continuation is an error at that line, even
+    /// when a key follows it (rust-ini alone reads both lines as one key). HUP-CONF-02/03.
+    #[test]
+    fn a_line_without_separator_is_an_error_even_before_a_key() {
+        let e = Ini::new().read_str("[a]\nx=1\n# c\njust words\ny=2\n", "/etc/cfn/hooks.d/x.conf").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "File contains parsing errors: /etc/cfn/hooks.d/x.conf\n\t[line 4]: \"just words\\n\""
+        );
+        let e = Ini::new().read_str("\n; c\nstack=x\n[main]\n", "f").unwrap_err();
+        assert_eq!(e, IniError::MissingSectionHeader { file: "f".into(), line: 3, text: "stack=x\n".into() });
+        let e = Ini::new().read_str("[a]\r\nx\r\n", "f").unwrap_err();
+        assert_eq!(e, IniError::Parse { file: "f".into(), line: 2, text: "x\n".into() }, "no `\\r` in the text");
     }
 }
