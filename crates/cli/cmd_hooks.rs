@@ -22,8 +22,11 @@ use crate::report;
 use std::process::ExitCode;
 
 pub use event::main as send_event;
+pub use event::parser as send_event_parser;
 pub use leader::main as elect_leader;
+pub use leader::parser as elect_leader_parser;
 pub use result::main as send_result;
+pub use result::parser as send_result_parser;
 
 fn command_name() -> Opt {
     Opt::value(Some('c'), "command-name", "command_name", "COMMAND_NAME", "The command name")

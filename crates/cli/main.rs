@@ -1,9 +1,15 @@
 //! `cfn-bootstrap`: AWS CloudFormation's helper scripts as one multicall binary
 //! (CLI-COMMON-01). The tool is chosen by the name the binary is called by
-//! (`/opt/aws/bin/cfn-init` → cfn-init), or by the first argument
-//! (`cfn-bootstrap cfn-init …`, also `cfn-bootstrap init …`).
+//! (`/opt/aws/bin/cfn-init` → cfn-init), or by the `cfn-bootstrap` command's
+//! subcommand (`cfn-bootstrap cfn-init …`, also `cfn-bootstrap init …`).
+//!
+//! The name is checked first and runs the tool without building the clap command, so a
+//! tool's start-up does not pay for it; only `cfn-bootstrap` itself is parsed by clap
+//! (`bootstrap`). The tools keep their optparse-exact parsers (`optparse`).
 
+mod bootstrap;
 mod cmd_hooks;
+mod completions;
 mod get_metadata;
 mod hup;
 mod init;
@@ -15,38 +21,66 @@ mod signal;
 
 use std::process::ExitCode;
 
-struct Tool {
-    name: &'static str,
-    main: fn(&str, &[String]) -> ExitCode,
+pub struct Tool {
+    pub name: &'static str,
+    /// One line for `cfn-bootstrap --help`.
+    pub about: &'static str,
+    pub main: fn(&str, &[String]) -> ExitCode,
+    /// The tool's option table, which its `main` parses with; completions describe it.
+    pub parser: fn(&str) -> optparse::Parser,
 }
 
-const TOOLS: &[Tool] = &[
-    Tool { name: "cfn-init", main: init::main },
-    Tool { name: "cfn-signal", main: signal::main },
-    Tool { name: "cfn-hup", main: hup::main },
-    Tool { name: "cfn-get-metadata", main: get_metadata::main },
-    Tool { name: "cfn-elect-cmd-leader", main: cmd_hooks::elect_leader },
-    Tool { name: "cfn-send-cmd-result", main: cmd_hooks::send_result },
-    Tool { name: "cfn-send-cmd-event", main: cmd_hooks::send_event },
+impl Tool {
+    /// The name without `cfn-`, which `cfn-bootstrap` accepts too (`init`).
+    pub fn short_name(&self) -> &'static str {
+        self.name.strip_prefix("cfn-").unwrap_or(self.name)
+    }
+}
+
+pub const TOOLS: &[Tool] = &[
+    Tool {
+        name: "cfn-init",
+        about: "Run the configSets of AWS::CloudFormation::Init",
+        main: init::main,
+        parser: init::parser,
+    },
+    Tool {
+        name: "cfn-signal",
+        about: "Signal a CreationPolicy or a WaitConditionHandle",
+        main: signal::main,
+        parser: signal::parser,
+    },
+    Tool { name: "cfn-hup", about: "Run hooks on metadata changes and commands", main: hup::main, parser: hup::parser },
+    Tool {
+        name: "cfn-get-metadata",
+        about: "Print a resource's metadata, or one value in it",
+        main: get_metadata::main,
+        parser: get_metadata::parser,
+    },
+    Tool {
+        name: "cfn-elect-cmd-leader",
+        about: "Elect the listener that runs a command",
+        main: cmd_hooks::elect_leader,
+        parser: cmd_hooks::elect_leader_parser,
+    },
+    Tool {
+        name: "cfn-send-cmd-result",
+        about: "Send a command's result",
+        main: cmd_hooks::send_result,
+        parser: cmd_hooks::send_result_parser,
+    },
+    Tool {
+        name: "cfn-send-cmd-event",
+        about: "Send a command's event",
+        main: cmd_hooks::send_event,
+        parser: cmd_hooks::send_event_parser,
+    },
 ];
-
-fn find_tool(name: &str) -> Option<&'static Tool> {
-    TOOLS.iter().find(|t| t.name == name || t.name.strip_prefix("cfn-") == Some(name))
-}
 
 /// The file name the binary was called by, without a directory or `.exe`.
 fn invoked_name(argv0: &str) -> &str {
     let base = argv0.rsplit('/').next().unwrap_or(argv0);
     base.strip_suffix(".exe").unwrap_or(base)
-}
-
-fn usage() -> String {
-    let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
-    format!(
-        "Usage: cfn-bootstrap <tool> [options]\n       cfn-bootstrap --list | --version\n\n\
-         Tools: {}\nInstalled as a link named after a tool (e.g. /opt/aws/bin/cfn-init), it runs that tool.\n",
-        names.join(", ")
-    )
 }
 
 fn main() -> ExitCode {
@@ -56,33 +90,7 @@ fn main() -> ExitCode {
     if let Some(tool) = TOOLS.iter().find(|t| t.name == name) {
         return (tool.main)(name, &argv[1..]);
     }
-    match argv.get(1).map(String::as_str) {
-        Some("--list") => {
-            for tool in TOOLS {
-                println!("{}", tool.name);
-            }
-            ExitCode::SUCCESS
-        }
-        Some("--version" | "-V") => {
-            println!("cfn-bootstrap {}", cfn_metadata::VERSION);
-            ExitCode::SUCCESS
-        }
-        Some("--help" | "-h") => {
-            print!("{}", usage());
-            ExitCode::SUCCESS
-        }
-        Some(arg) => match find_tool(arg) {
-            Some(tool) => (tool.main)(tool.name, &argv[2..]),
-            None => {
-                eprint!("cfn-bootstrap: unknown tool '{arg}'\n\n{}", usage());
-                ExitCode::from(2)
-            }
-        },
-        None => {
-            eprint!("{}", usage());
-            ExitCode::from(2)
-        }
-    }
+    bootstrap::main(&argv)
 }
 
 #[cfg(test)]
@@ -94,8 +102,14 @@ mod tests {
         assert_eq!(invoked_name("/opt/aws/bin/cfn-init"), "cfn-init");
         assert_eq!(invoked_name("cfn-signal.exe"), "cfn-signal");
         assert_eq!(invoked_name("./cfn-bootstrap"), "cfn-bootstrap");
-        assert_eq!(find_tool("init").map(|t| t.name), Some("cfn-init"));
-        assert_eq!(find_tool("cfn-get-metadata").map(|t| t.name), Some("cfn-get-metadata"));
-        assert!(find_tool("bogus").is_none());
+    }
+
+    #[test]
+    fn every_tool_has_a_distinct_short_name() {
+        let mut names: Vec<&str> = TOOLS.iter().flat_map(|t| [t.name, t.short_name()]).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), TOOLS.len() * 2);
+        assert_eq!(TOOLS[0].short_name(), "init");
     }
 }

@@ -135,7 +135,7 @@ pub struct Parser {
     pub groups: Vec<Group>,
 }
 
-fn help_option() -> Opt {
+pub fn help_option() -> Opt {
     Opt::flag(Some('h'), "help", "help", "show this help message and exit")
 }
 
