@@ -27,7 +27,8 @@ impl ListenerTask {
         ListenerTask { stop, hooks, task }
     }
 
-    /// The command hooks of a reloaded configuration, used from the next round on.
+    /// The command hooks of a reloaded configuration, used for the next message (even
+    /// one that the current long poll returns).
     pub fn set_hooks(&self, hooks: Vec<CommandHook>) {
         self.hooks.send_replace(Arc::new(hooks));
     }
@@ -58,10 +59,10 @@ async fn rounds(listener: Listener, hooks: watch::Receiver<Arc<Vec<CommandHook>>
     let listener = Arc::new(Mutex::new(listener));
     let mut no_thread = false;
     while !*stop.borrow() {
-        let current = hooks.borrow().clone();
-        let shared = listener.clone();
-        let round =
-            offload::run("command-listener", move || shared.lock().unwrap_or_else(|e| e.into_inner()).round(&current));
+        let (shared, hooks) = (listener.clone(), hooks.clone());
+        let round = offload::run("command-listener", move || {
+            shared.lock().unwrap_or_else(|e| e.into_inner()).round(&|| hooks.borrow().clone())
+        });
         let pause = match round {
             Ok(round) => {
                 no_thread = false;

@@ -118,7 +118,8 @@ pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<
     );
     if let Some(id) = listener_id {
         let options = listener_options(settings.receive_wait_seconds, Policy::SQS_SEND);
-        Listener::new(&config.main, id, service, options).round(&config.command_hooks)?;
+        let hooks = Arc::new(config.command_hooks.clone());
+        Listener::new(&config.main, id, service, options).round(&|| hooks.clone())?;
     }
     Ok(())
 }
