@@ -884,3 +884,110 @@ fn throttling_makes_the_daemon_back_off() {
     );
     assert_eq!(log.matches("[INFO] CloudFormation answers again").count(), 1, "{log}");
 }
+
+/// Context switches of every thread of `pid` so far, and how many threads it has.
+fn switches_and_threads(pid: i32) -> (u64, usize) {
+    let mut switches = 0;
+    let mut threads = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else { continue };
+        threads += 1;
+        for line in status.lines() {
+            if let Some(n) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                switches += n.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    (switches, threads)
+}
+
+/// Between passes the service waits on its timer and its signals, nothing else: its one
+/// thread does not wake up (0 CPU while idle), and SIGTERM ends it at once with the log
+/// line and without the pid file (HUP-RUN-04).
+#[test]
+fn an_idle_service_does_not_wake_up_and_stops_at_once_on_sigterm() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("h")
+    ));
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "3600", &["-v"]);
+    wait_until(Duration::from_secs(20), "the first pass", || hup.log().contains("Next pass in"));
+    // The pass's thread has ended: one thread is left, and it sleeps.
+    wait_until(Duration::from_secs(5), "the pass's thread to end", || switches_and_threads(pid).1 == 1);
+    let (before, _) = switches_and_threads(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let (after, threads) = switches_and_threads(pid);
+    assert_eq!(threads, 1);
+    assert!(after - before <= 2, "{} wake-ups in 3 s of idling", after - before);
+
+    signal(pid, libc::SIGTERM);
+    let stopping = Instant::now();
+    let status = reaper.wait_child(pid, Duration::from_secs(10)).expect("stops on SIGTERM");
+    assert!(stopping.elapsed() < Duration::from_secs(2), "stopped after {:?}", stopping.elapsed());
+    assert!(status.success(), "{status:?}");
+    assert!(!hup.pid_path().exists());
+    assert!(hup.log().ends_with("[INFO] Shutting down cfn-hup\n"), "{}", hup.log());
+    assert_eq!(hup.describe_calls().len(), 1);
+}
+
+/// SIGTERM during a pass: the running action finishes and its new state is stored, the
+/// hooks after it do not run, and the service stops right after (README, cfn-hup).
+#[test]
+fn sigterm_during_an_action_lets_it_finish_and_stops_before_the_next_hook() {
+    let hup = Hup::new(&json!({"k": "v", "other": "w"}));
+    let marks = hup.marks_path();
+    hup.hooks(&format!(
+        "[slow]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=echo started >> {0}; sleep 3; echo finished >> {0}\n\
+         [next]\ntriggers=post.add\npath=Resources.Instance.Metadata.other\naction={1}\n",
+        marks.display(),
+        hup.recorder("next")
+    ));
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "3600", &[]);
+    wait_until(Duration::from_secs(20), "the slow action to start", || hup.marks() == ["started"]);
+    signal(pid, libc::SIGTERM);
+    let status = reaper.wait_child(pid, Duration::from_secs(15)).expect("stops after the action");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(hup.marks(), ["started", "finished"], "the action finished; the next hook did not run");
+    let db: Value = serde_json::from_str(&read(&hup.db_path())).unwrap();
+    let keys: Vec<&String> = db.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 1, "only the finished hook's state is stored: {db}");
+    assert!(keys[0].starts_with("slow|"), "{db}");
+    let log = hup.log();
+    assert!(log.contains("[INFO] Stop requested: cfn-hup stops once the running pass ends\n"), "{log}");
+    assert!(log.ends_with("[INFO] Shutting down cfn-hup\n"), "{log}");
+    assert!(!hup.pid_path().exists());
+}
+
+/// Credentials are resolved by the daemon after it detached (the I/O runtime must not
+/// exist before the fork); what fails there still reaches the launcher: the same message
+/// on stderr as in the foreground, exit 1, logged, no pid file (HUP-RUN-02).
+#[test]
+fn a_credential_error_found_by_the_daemon_reaches_the_launcher() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
+    std::fs::write(
+        hup.dir.join("cfn-hup.conf"),
+        format!("[main]\nstack={}\nurl={}\ncredential-file=/nonexistent/creds\n", hup.stack, hup.emulator.url),
+    )
+    .unwrap();
+    let reaper = Reaper::new(&hup.pid_path());
+    let expected =
+        "Error: Could not retrieve credentials from file:\n\tCredential file was not found at /nonexistent/creds\n";
+    for extra in [&[][..], &["-F"][..]] {
+        let _ = std::fs::remove_file(hup.sandbox.path("log/cfn-hup.log"));
+        let run = hup.cmd().args(extra).env(INTERVAL_VAR, "30").run();
+        run.code(1).stdout_is("").stderr_is(expected);
+        assert!(!hup.pid_path().exists(), "{run}");
+        let lines = log_lines_without_time(&hup.log());
+        assert_eq!(lines.last().map(String::as_str), Some("\tCredential file was not found at /nonexistent/creds"));
+        assert!(lines.iter().any(|l| l == "[ERROR] Error: Could not retrieve credentials from file:"), "{lines:?}");
+    }
+    drop(reaper);
+    assert!(hup.marks().is_empty());
+}

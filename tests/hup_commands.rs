@@ -443,3 +443,66 @@ fn the_service_runs_commands_and_stops_promptly_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert!(setup.log().contains("Shutting down cfn-hup"));
 }
+
+/// SIGHUP while the listener waits in its 20 s long poll: the command that poll returns
+/// runs the reloaded hook's action; SIGTERM during the next long poll still stops the
+/// service within the listener's one-second grace (HUP-RUN-04, HUP-RUN-06).
+#[test]
+fn a_reload_during_the_long_poll_applies_to_the_next_command_and_sigterm_does_not_wait_for_the_poll() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    let write_hook = |word: &str| {
+        std::fs::write(
+            setup.dir.join("hooks.conf"),
+            hook("h", "deploy", &format!("echo {word} >> {}", marks.display()), "send_result=false\n"),
+        )
+        .unwrap()
+    };
+    write_hook("old");
+    let mut cmd = setup.cmd().arg("-F").env(WAIT_VAR, "20").env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
+    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.cmd.spawn().expect("start cfn-hup -F");
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let guard = Kill(&mut child);
+    let pid = guard.0.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !setup.log().contains("Command listener") {
+        assert!(Instant::now() < deadline, "the listener did not start:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Well inside the first long poll.
+    std::thread::sleep(Duration::from_secs(1));
+    write_hook("new");
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    while !setup.log().contains("Configuration reloaded") {
+        assert!(Instant::now() < deadline, "no reload:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    setup.send(&setup.command("deploy", "inv-reload-1", json!({})));
+    while setup.marks().is_empty() {
+        assert!(Instant::now() < deadline, "the command did not run:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(setup.marks(), ["new"], "{}", setup.log());
+    // The next long poll has begun (nothing is on the queue) when SIGTERM arrives.
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = guard.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(4), "cfn-hup waited for the long poll:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(setup.log().contains("[INFO] Shutting down cfn-hup\n"), "{}", setup.log());
+}

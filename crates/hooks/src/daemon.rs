@@ -1,12 +1,11 @@
 //! Running as a service (HUP-RUN-02..06, STATE-06): the pid file with stale-pid
-//! detection, the classic double-fork daemon, signal handling (SIGTERM stops, SIGHUP
-//! reloads) and the polling schedule (fixed cadence with jitter, throttling back-off).
+//! detection, the classic double-fork daemon and the polling schedule (fixed cadence
+//! with jitter, throttling back-off). Signals are in [`crate::signals`].
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +18,10 @@ pub enum DaemonError {
     System { what: &'static str, source: std::io::Error },
     #[error("{0}")]
     Startup(String),
+    /// A programming error, reported instead of a daemon that hangs: the runtime must
+    /// be built after the fork, in the daemon.
+    #[error("Could not detach: the I/O runtime was started before the fork")]
+    RuntimeStarted,
 }
 
 fn os_error(what: &'static str) -> DaemonError {
@@ -133,8 +136,12 @@ fn pipe_pair() -> Result<(std::fs::File, std::fs::File), DaemonError> {
 
 /// The classic double fork: the parent waits until the daemon has started (or failed);
 /// the daemon runs in a new session, in `/`, with `umask`, and stdin/stdout/stderr on
-/// `/dev/null`. Call it while the process has a single thread.
+/// `/dev/null`. Call it while the process has a single thread and before the tokio
+/// runtime is built (the daemon builds it).
 pub fn daemonize(umask: u32) -> Result<Forked, DaemonError> {
+    if cfn_metadata::runtime::is_built() {
+        return Err(DaemonError::RuntimeStarted);
+    }
     let (mut reader, writer) = pipe_pair()?;
     // SAFETY: single-threaded at this point (documented requirement).
     match unsafe { libc::fork() } {
@@ -195,101 +202,6 @@ fn redirect_stdio() -> Result<(), DaemonError> {
 pub fn set_umask(umask: u32) {
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(umask as libc::mode_t) };
-}
-
-static TERMINATE: AtomicBool = AtomicBool::new(false);
-static RELOAD: AtomicBool = AtomicBool::new(false);
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn on_signal(signal: libc::c_int) {
-    if signal == libc::SIGHUP {
-        RELOAD.store(true, Ordering::SeqCst);
-    } else {
-        TERMINATE.store(true, Ordering::SeqCst);
-    }
-    let fd = WAKE_FD.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: write(2) is async-signal-safe; a full pipe just drops the byte.
-        unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
-    }
-}
-
-/// True once SIGTERM or SIGINT has arrived (after [`Signals::install`]).
-pub fn terminate_pending() -> bool {
-    TERMINATE.load(Ordering::SeqCst)
-}
-
-/// What woke the service up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wake {
-    Terminate,
-    Reload,
-    Timeout,
-}
-
-/// SIGTERM/SIGINT (stop) and SIGHUP (reload), delivered through a self-pipe so that the
-/// service sleeps in `poll` without waking up in between.
-pub struct Signals {
-    read: OwnedFd,
-    _write: OwnedFd,
-}
-
-impl Signals {
-    pub fn install() -> Result<Signals, DaemonError> {
-        let (read, write) = pipe_pair()?;
-        for f in [&read, &write] {
-            // SAFETY: setting O_NONBLOCK on our own descriptor.
-            unsafe {
-                let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
-                libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
-        }
-        let (read, write): (OwnedFd, OwnedFd) = (read.into(), write.into());
-        WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            // SAFETY: installing a handler that only touches atomics and write(2).
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as *const () as usize;
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
-                    return Err(os_error("install signal handlers"));
-                }
-            }
-        }
-        Ok(Signals { read, _write: write })
-    }
-
-    pub fn terminate_requested(&self) -> bool {
-        TERMINATE.load(Ordering::SeqCst)
-    }
-
-    /// Sleeps until a signal arrives or `timeout` has passed; termination wins over reload.
-    pub fn wait(&self, timeout: Duration) -> Wake {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if TERMINATE.load(Ordering::SeqCst) {
-                return Wake::Terminate;
-            }
-            if RELOAD.swap(false, Ordering::SeqCst) {
-                return Wake::Reload;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Wake::Timeout;
-            }
-            let mut pfd = libc::pollfd { fd: self.read.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-            // SAFETY: polling one descriptor we own.
-            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-            if n > 0 {
-                let mut buf = [0u8; 64];
-                // SAFETY: draining the non-blocking pipe into a local buffer.
-                while unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
-            }
-        }
-    }
 }
 
 /// The polling cadence: passes are due every `interval` from the first one (no drift),
@@ -399,17 +311,5 @@ mod tests {
         // …but a long throttled pass still leaves out its slots.
         let wait = s.next_wait(start + Duration::from_secs(450), 2);
         assert!(wait >= Duration::from_secs(3 * 60 - 15), "{wait:?}");
-    }
-
-    #[test]
-    fn signals_wake_the_sleeper() {
-        let signals = Signals::install().unwrap();
-        let started = Instant::now();
-        assert_eq!(signals.wait(Duration::from_millis(50)), Wake::Timeout);
-        assert!(started.elapsed() >= Duration::from_millis(50));
-        // SAFETY: sending ourselves SIGHUP, which the handler turns into a reload request.
-        unsafe { libc::raise(libc::SIGHUP) };
-        assert_eq!(signals.wait(Duration::from_secs(5)), Wake::Reload);
-        assert_eq!(signals.wait(Duration::from_millis(10)), Wake::Timeout, "a reload is reported once");
     }
 }

@@ -1,7 +1,8 @@
 //! cfn-hup (SPEC §14): the configuration directory and its INI dialect, update hooks and
 //! their paths, change detection against `metadata_db.json`, running actions, the
 //! command listener of command hooks (its messages and `commands_run.json`), and the
-//! pieces of a well-behaved service (pid file, daemon, signals, schedule).
+//! service: tasks on the process's one current-thread tokio runtime (passes on a
+//! jittered schedule, the listener's rounds, SIGHUP reload, SIGTERM), pid file, daemon.
 //!
 //! Libraries never print: errors are typed and progress is reported as `tracing`
 //! events, which the binary writes to `cfn-hup.log`.
@@ -13,10 +14,14 @@ pub mod daemon;
 pub mod detect;
 pub mod ini;
 pub mod listener;
-pub mod listener_thread;
+pub mod listener_task;
+pub mod offload;
 pub mod path;
 pub mod runner;
 pub mod service;
+pub mod service_loop;
+pub mod shutdown;
+pub mod signals;
 pub mod state;
 
 pub use config::{CommandHook, ConfigError, Hook, HupConfig, MainConfig};

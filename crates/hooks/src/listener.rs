@@ -5,9 +5,8 @@
 //! queue.
 //!
 //! One round ([`Listener::round`]) is one receive; `--no-daemon` does one round, the
-//! service runs rounds back to back on a thread of their own, so update hooks are never
-//! delayed by a long poll or a running command. Messages are handled one at a time on
-//! that thread (the reference started a thread per message; one worker keeps memory
+//! service runs rounds back to back in a task of their own, so update hooks are never
+//! delayed by a long poll or a running command. Messages are handled one at a time (the reference started a thread per message; one worker keeps memory
 //! flat and makes "already being processed" impossible rather than checked).
 //!
 //! The listener credentials are secrets: they reach the action's environment but never
@@ -128,8 +127,10 @@ impl Listener {
     }
 
     /// Register if needed, refresh credentials when due, receive at most one message and
-    /// handle it. Only a terminal registration failure is an error.
-    pub fn round(&mut self, hooks: &[CommandHook]) -> Result<Round, ListenerError> {
+    /// handle it with the command hooks `hooks` gives at that moment (a reload during a
+    /// long poll applies to the message it returns). Only a terminal registration
+    /// failure is an error.
+    pub fn round(&mut self, hooks: &dyn Fn() -> Arc<Vec<CommandHook>>) -> Result<Round, ListenerError> {
         let client = match self.service.client() {
             Ok(client) => client,
             Err(e) => {
@@ -213,7 +214,7 @@ impl Listener {
             }
         };
         let context = Context { client: &client, sqs: &sqs, queue_url: &queue_url, credentials: &credentials };
-        self.handle(&context, hooks, &message);
+        self.handle(&context, &hooks(), &message);
         Ok(Round::Handled)
     }
 

@@ -11,9 +11,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
 /// The process's runtime: current-thread, with I/O and timers.
 pub fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| {
             // Only an exhausted process (no file descriptors for the I/O driver) gets here;
@@ -21,6 +22,13 @@ pub fn runtime() -> &'static Runtime {
             panic!("cannot start the I/O runtime: {e}")
         })
     })
+}
+
+/// Whether the runtime exists yet. A process that forks (cfn-hup's daemon) must do so
+/// before: the child would inherit the I/O driver's descriptors and a blocking pool
+/// whose threads did not survive the fork.
+pub fn is_built() -> bool {
+    RUNTIME.get().is_some()
 }
 
 /// Runs `future` to completion from synchronous code. Must not be called from inside

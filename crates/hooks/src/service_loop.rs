@@ -1,0 +1,408 @@
+//! cfn-hup's service (SPEC §14.6; HUP-RUN-01..07): `--no-daemon`'s single pass, and the
+//! service as tasks on the process's one current-thread runtime — update passes on a
+//! jittered fixed cadence, the command listener's rounds, SIGHUP reload and SIGTERM.
+//!
+//! The runtime's thread only waits: for the next pass's timer, for a signal, for a pass
+//! or a round to end. Passes and rounds block (AWS calls, actions) and run on threads of
+//! their own ([`crate::offload`]). Nothing wakes up while the service is idle.
+//!
+//! The daemon forks before anything here builds the runtime: [`prepare`] (credentials,
+//! the listener id) and [`start`] run in the daemon, and report their errors to the
+//! waiting launcher.
+
+use crate::config::{self, ConfigError, HupConfig, MainConfig};
+use crate::daemon::{self, DaemonError, PidFile, Schedule};
+use crate::listener::{self, Listener, ListenerError, ListenerOptions};
+use crate::listener_task::ListenerTask;
+use crate::offload;
+use crate::service::Service;
+use crate::shutdown;
+use crate::signals::{Request, Signals};
+use crate::{Health, MetadataDb, PassOptions, PassReport, run_pass};
+use cfn_metadata::Imds;
+use cfn_metadata::credentials::CredentialError;
+use cfn_metadata::retry::Policy;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long SIGTERM waits for the command listener to finish its round.
+const LISTENER_GRACE: Duration = Duration::from_secs(1);
+/// HUP-RUN-07: "cfn-hup processing is alive." at most this often.
+const ALIVE_EVERY: Duration = Duration::from_secs(300);
+/// Longest interval honoured (a year); the shortest test interval is 50 ms.
+const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+const MIN_TEST_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Within a service pass: three tries (the next pass is a retry too), throttling
+/// included — a throttled pass makes the schedule leave out polls instead; sleeps end
+/// early on SIGTERM.
+const SERVICE_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: shutdown::sleep };
+/// The listener's SQS retries in the service: SendMessage's 25 tries, with sleeps that
+/// end early on SIGTERM.
+const SERVICE_SQS_RETRY: Policy = Policy { sleep: shutdown::sleep, ..Policy::SQS_SEND };
+
+/// What the command line and its environment decide beside the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The interval instead of the configuration's minutes (a test aid; kept within
+    /// 50 ms and a year).
+    pub interval_override: Option<Duration>,
+    /// The listener's long poll, at most 20 s (shorter only as a test aid).
+    pub receive_wait_seconds: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { interval_override: None, receive_wait_seconds: listener::RECEIVE_WAIT_SECONDS }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Credentials(#[from] CredentialError),
+    #[error(transparent)]
+    Listener(#[from] ListenerError),
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
+}
+
+/// The time between passes.
+pub fn interval(config: &HupConfig, settings: &Settings) -> Result<Duration, ConfigError> {
+    let minutes = config.main.interval_minutes()?;
+    if let Some(seconds) = settings.interval_override {
+        return Ok(seconds.clamp(MIN_TEST_INTERVAL, MAX_INTERVAL));
+    }
+    Ok(Duration::from_secs(minutes.saturating_mul(60)).min(MAX_INTERVAL))
+}
+
+/// The service's umask, logged as the reference logs it.
+pub fn umask(config: &HupConfig) -> Result<u32, ConfigError> {
+    Ok(match config.main.umask()? {
+        Some(umask) => {
+            tracing::info!("Setting umask value to: {umask:03o}");
+            umask
+        }
+        None => {
+            tracing::info!("No umask value specified in config file. Using the default one: 022");
+            config::DEFAULT_UMASK
+        }
+    })
+}
+
+/// The listener id (SPEC §14.7), settled before any pass; `None` without command hooks.
+fn listener_id(main: &MainConfig, command_hooks: bool, imds: &Imds) -> Result<Option<String>, ListenerError> {
+    if command_hooks { listener::listener_id(main, imds).map(Some) } else { Ok(None) }
+}
+
+fn listener_options(receive_wait_seconds: u32, sqs_retry: Policy) -> ListenerOptions {
+    ListenerOptions { receive_wait_seconds: receive_wait_seconds.min(listener::RECEIVE_WAIT_SECONDS), sqs_retry }
+}
+
+/// `--no-daemon` (HUP-RUN-01): one pass with the reference's retries and error lines,
+/// then one round of the command listener.
+pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<(), ServiceError> {
+    let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
+    let service = Service::new(&config.main, imds)?;
+    let client = service.client()?;
+    let mut db = MetadataDb::load(&MetadataDb::default_path());
+    run_pass(
+        &config.main.stack,
+        &config.hooks,
+        &client,
+        &mut db,
+        &PassOptions { quiet_outages: false, stop: &|| false },
+    );
+    if let Some(id) = listener_id {
+        let options = listener_options(settings.receive_wait_seconds, Policy::SQS_SEND);
+        let hooks = Arc::new(config.command_hooks.clone());
+        Listener::new(&config.main, id, service, options).round(&|| hooks.clone())?;
+    }
+    Ok(())
+}
+
+/// The service, ready to run: credentials resolved, the listener made (not started).
+pub struct Prepared {
+    config: HupConfig,
+    every: Duration,
+    service: Service,
+    listener: Option<Listener>,
+    imds: Arc<Imds>,
+    settings: Settings,
+}
+
+/// Everything that can fail before the service runs and needs no runtime: the
+/// interval, the listener id, credentials.
+pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result<Prepared, ServiceError> {
+    let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
+    let every = interval(&config, &settings)?;
+    let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+    // The listener's own client: its rounds and the passes run side by side.
+    let listener = match listener_id {
+        None => None,
+        Some(id) => {
+            let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+            let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY);
+            Some(Listener::new(&config.main, id, service, options))
+        }
+    };
+    Ok(Prepared { config, every, service, listener, imds, settings })
+}
+
+/// A service holding its pid file and its signals, ready to [`run`](Started::run).
+pub struct Started {
+    prepared: Prepared,
+    pid_file: PidFile,
+    signals: Signals,
+}
+
+/// Takes the pid file (HUP-RUN-02, STATE-06) and the signals. From here on SIGTERM no
+/// longer kills the process outright: it stops the service, which removes the pid file.
+pub fn start(prepared: Prepared, pid_path: &Path) -> Result<Started, ServiceError> {
+    let pid_file = PidFile::acquire(pid_path)?;
+    let signals = Signals::install()?;
+    Ok(Started { prepared, pid_file, signals })
+}
+
+impl Started {
+    /// Runs until SIGTERM or SIGINT. `on_reload` is told the `[main]` of each reloaded
+    /// configuration (the caller's log level follows its `verbose`).
+    pub fn run(self, on_reload: Box<dyn Fn(&MainConfig)>) {
+        let Started { prepared, pid_file, signals } = self;
+        let Prepared { config, every, service, listener, imds, settings } = prepared;
+        let listener = listener.map(|l| ListenerTask::spawn(l, config.command_hooks.clone()));
+        let running = Running {
+            config: Arc::new(config),
+            every,
+            service: Arc::new(service),
+            listener,
+            imds,
+            settings,
+            db: Arc::new(Mutex::new(MetadataDb::load(&MetadataDb::default_path()))),
+            on_reload,
+        };
+        cfn_metadata::runtime::block_on(running.serve(signals));
+        drop(pid_file);
+    }
+}
+
+struct Running {
+    config: Arc<HupConfig>,
+    every: Duration,
+    service: Arc<Service>,
+    listener: Option<ListenerTask>,
+    imds: Arc<Imds>,
+    settings: Settings,
+    /// Shared with the pass that is running, if any.
+    db: Arc<Mutex<MetadataDb>>,
+    on_reload: Box<dyn Fn(&MainConfig)>,
+}
+
+fn same_kind(a: &Health, b: &Health) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+fn log_health_change(now: &Health) {
+    match now {
+        Health::Ok => tracing::info!("CloudFormation answers again; polling as usual"),
+        Health::Unavailable(why) => tracing::error!(
+            "CloudFormation is not available: {why}; cfn-hup keeps polling and logs again when this changes"
+        ),
+        Health::Throttled(why) => {
+            tracing::warn!("CloudFormation is throttling requests: {why}; polling less often until it stops")
+        }
+    }
+}
+
+/// One pass over the update hooks, on the thread it was given.
+fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> PassReport {
+    match service.client() {
+        Ok(client) => run_pass(
+            &config.main.stack,
+            &config.hooks,
+            &client,
+            db,
+            &PassOptions { quiet_outages: true, stop: &shutdown::requested },
+        ),
+        Err(e) => PassReport { trouble: Some(Health::Unavailable(e.to_string())), ..Default::default() },
+    }
+}
+
+/// What a reload prepared, applied only when all of it worked.
+struct Reloaded {
+    config: HupConfig,
+    every: Duration,
+    umask: u32,
+    /// A new client when `[main]` changed.
+    service: Option<Service>,
+    /// A new listener when command hooks appeared or `[main]` changed.
+    listener: Option<Listener>,
+}
+
+/// Reads the configuration directory again and makes what a changed one needs.
+fn load_again(
+    dir: &Path,
+    current: &MainConfig,
+    live_listener: bool,
+    imds: &Arc<Imds>,
+    settings: &Settings,
+) -> Result<Reloaded, ServiceError> {
+    let config = config::load(dir)?;
+    let every = interval(&config, settings)?;
+    let umask = config.main.umask()?.unwrap_or(config::DEFAULT_UMASK);
+    let service = if config.main == *current {
+        None
+    } else {
+        Some(Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY))
+    };
+    let listener = if config.command_hooks.is_empty() || (config.main == *current && live_listener) {
+        None
+    } else {
+        let id = listener::listener_id(&config.main, imds)?;
+        let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+        let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY);
+        Some(Listener::new(&config.main, id, service, options))
+    };
+    Ok(Reloaded { config, every, umask, service, listener })
+}
+
+impl Running {
+    async fn serve(mut self, mut signals: Signals) {
+        tracing::info!(
+            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {:?}",
+            std::process::id(),
+            self.config.hooks.len(),
+            self.config.main.stack,
+            self.every
+        );
+        let mut health = Health::Ok;
+        let mut throttled_passes = 0u32;
+        let mut last_alive: Option<Instant> = None;
+        'passes: loop {
+            let mut schedule = Schedule::new(self.every, Instant::now());
+            loop {
+                if last_alive.is_none_or(|t| t.elapsed() >= ALIVE_EVERY) {
+                    tracing::info!("cfn-hup processing is alive.");
+                    last_alive = Some(Instant::now());
+                }
+                let Some(report) = self.pass(&mut signals).await else {
+                    break 'passes;
+                };
+                let now_health = report.health();
+                if !same_kind(&now_health, &health) {
+                    log_health_change(&now_health);
+                }
+                throttled_passes =
+                    if matches!(now_health, Health::Throttled(_)) { throttled_passes.saturating_add(1) } else { 0 };
+                health = now_health;
+                let wait = schedule.next_wait(Instant::now(), throttled_passes);
+                tracing::debug!("Next pass in {:.3} s", wait.as_secs_f64());
+                let due = tokio::time::Instant::now() + wait;
+                loop {
+                    tokio::select! {
+                        request = signals.next() => match request {
+                            Request::Stop => break 'passes,
+                            // A reloaded configuration gets a pass at once, and a new cadence.
+                            Request::Reload => if self.reload().await { continue 'passes },
+                        },
+                        () = tokio::time::sleep_until(due) => break,
+                    }
+                }
+            }
+        }
+        shutdown::request();
+        tracing::info!("Shutting down cfn-hup");
+        if let Some(listener) = self.listener.take() {
+            listener.stop(LISTENER_GRACE).await;
+        }
+    }
+
+    /// A pass on a thread of its own. SIGTERM meanwhile stops it before its next hook
+    /// and lets a running action finish (`None`: the service stops).
+    async fn pass(&self, signals: &mut Signals) -> Option<PassReport> {
+        if self.config.hooks.is_empty() {
+            return Some(PassReport::default());
+        }
+        let (config, service, db) = (self.config.clone(), self.service.clone(), self.db.clone());
+        let work = offload::run("update-pass", move || {
+            update_pass(&config, &service, &mut db.lock().unwrap_or_else(|e| e.into_inner()))
+        });
+        let work = match work {
+            Ok(work) => work,
+            Err(e) => {
+                tracing::error!("Could not run a pass: {e}; trying again at the next one");
+                return Some(PassReport::default());
+            }
+        };
+        tokio::pin!(work);
+        let done = tokio::select! {
+            done = &mut work => done,
+            () = signals.stop() => {
+                shutdown::request();
+                tracing::info!("Stop requested: cfn-hup stops once the running pass ends");
+                let _ = work.await;
+                return None;
+            }
+        };
+        Some(done.unwrap_or_else(|e| {
+            tracing::error!("A pass failed: {e}");
+            PassReport::default()
+        }))
+    }
+
+    /// SIGHUP (HUP-RUN-06): read the configuration directory again; a configuration that
+    /// does not load leaves the running one in place.
+    async fn reload(&mut self) -> bool {
+        let dir = self.config.dir.clone();
+        tracing::info!("Received SIGHUP: reloading the configuration from {}", dir.display());
+        let current = self.config.main.clone();
+        let live_listener = self.listener.as_ref().is_some_and(|l| !l.is_finished());
+        let (imds, settings) = (self.imds.clone(), self.settings.clone());
+        let outcome = match offload::run("reload", move || load_again(&dir, &current, live_listener, &imds, &settings))
+        {
+            Ok(work) => work.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string())),
+            Err(e) => Err(e.to_string()),
+        };
+        let reloaded = match outcome {
+            Ok(reloaded) => reloaded,
+            Err(e) => {
+                tracing::error!("Could not reload the configuration: Error: {e}; keeping the previous one");
+                return false;
+            }
+        };
+        let Reloaded { config, every, umask, service, listener } = reloaded;
+        if let Some(service) = service {
+            self.service = Arc::new(service);
+        }
+        self.replace_listener(listener, &config);
+        daemon::set_umask(umask);
+        (self.on_reload)(&config.main);
+        tracing::info!("Configuration reloaded: {} hook(s) on stack {}", config.hooks.len(), config.main.stack);
+        self.config = Arc::new(config);
+        self.every = every;
+        true
+    }
+
+    /// Hands the reloaded command hooks to the running listener, or replaces it (`new`
+    /// listener), or stops it when no command hook is left. A replaced listener is not
+    /// waited for: it ends after its current round.
+    fn replace_listener(&mut self, new: Option<Listener>, config: &HupConfig) {
+        match (new, self.listener.take()) {
+            (Some(listener), old) => {
+                if let Some(old) = old {
+                    old.abandon();
+                }
+                self.listener = Some(ListenerTask::spawn(listener, config.command_hooks.clone()));
+            }
+            (None, Some(old)) if config.command_hooks.is_empty() => old.abandon(),
+            (None, Some(old)) => {
+                old.set_hooks(config.command_hooks.clone());
+                self.listener = Some(old);
+            }
+            (None, None) => {}
+        }
+    }
+}
