@@ -249,6 +249,12 @@ fn read_reason(e: &reqwest::Error) -> String {
     format!("Connection broken: {}", innermost(e))
 }
 
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient").field("proxies", &self.proxies).finish_non_exhaustive()
+    }
+}
+
 impl HttpClient {
     pub fn new(proxies: ProxyOptions, user_agent: impl Into<String>) -> Self {
         HttpClient { proxies, user_agent: user_agent.into(), clients: Mutex::new(HashMap::new()) }
@@ -263,27 +269,26 @@ impl HttpClient {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<Response, TransportError> {
-        let mut request = self.prepare(method, url, headers, Hop::First)?;
-        if let Some(bytes) = body {
-            request = request.body(bytes.to_vec());
-        }
-        let exchange = async {
-            let mut response = request.send().await.map_err(describe)?;
-            let status = response.status().as_u16();
-            let headers = header_list(response.headers());
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::new(read_reason(&e)))? {
-                if body.len() + chunk.len() > MAX_WHOLE_BODY {
-                    return Err(TransportError::new(format!("The answer is larger than {MAX_WHOLE_BODY} bytes")));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(Response { status, headers, body })
+        let request = self.prepare(method, url, headers, Hop::First)?;
+        let request = match body {
+            Some(bytes) => request.body(bytes.to_vec()),
+            None => request,
         };
-        let response = block_on_within(ATTEMPT_TIMEOUT, exchange)
-            .unwrap_or_else(|| Err(TransportError::new("Request timed out")))?;
-        log_wire(url, &response);
-        Ok(response)
+        block_on_within(ATTEMPT_TIMEOUT, exchange(url, request))
+            .unwrap_or_else(|| Err(TransportError::new("Request timed out")))
+    }
+
+    /// [`HttpClient::send`] for async callers (the AWS SDK's clients): the same proxies,
+    /// trust store and wire log; the caller bounds the time.
+    pub async fn send_async(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<Response, TransportError> {
+        let request = self.prepare(method, url, headers, Hop::First)?.body(body);
+        exchange(url, request).await
     }
 
     /// Sends one request without a body and returns as soon as the status and headers
@@ -370,6 +375,23 @@ impl HttpClient {
         clients.insert(key, client.clone());
         Ok(client)
     }
+}
+
+/// Sends `request` and reads its whole answer, logged to the wire log as `url`'s.
+async fn exchange(url: &str, request: reqwest::RequestBuilder) -> Result<Response, TransportError> {
+    let mut response = request.send().await.map_err(describe)?;
+    let status = response.status().as_u16();
+    let headers = header_list(response.headers());
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::new(read_reason(&e)))? {
+        if body.len() + chunk.len() > MAX_WHOLE_BODY {
+            return Err(TransportError::new(format!("The answer is larger than {MAX_WHOLE_BODY} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let response = Response { status, headers, body };
+    log_wire(url, &response);
+    Ok(response)
 }
 
 /// A whole response body (API answers, error pages) is never kept beyond this.
