@@ -364,16 +364,40 @@ fn tunnel_to(upstream: &str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Str
                 let mut reader = BufReader::new(client.try_clone().unwrap());
                 let mut request_line = String::new();
                 reader.read_line(&mut request_line).unwrap();
+                let mut headers = Vec::new();
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                         break;
                     }
+                    headers.push(line);
                 }
                 seen.lock().unwrap().push(request_line.trim().to_string());
-                let server = TcpStream::connect(&upstream).unwrap();
+                let mut server = TcpStream::connect(&upstream).unwrap();
                 let mut client = client;
-                client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
+                let mut words = request_line.split_whitespace();
+                let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                if method == "CONNECT" {
+                    client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
+                } else {
+                    // An absolute-form request: forward it in origin form, keeping its Host.
+                    let rest = target.split_once("://").map_or(target, |(_, r)| r);
+                    let host = rest.split('/').next().unwrap_or("");
+                    let path = &rest[host.len()..];
+                    let path = if path.is_empty() { "/" } else { path };
+                    let head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+                    server.write_all(head.as_bytes()).unwrap();
+                    for header in &headers {
+                        let lower = header.to_ascii_lowercase();
+                        if !lower.starts_with("host:")
+                            && !lower.starts_with("connection:")
+                            && !lower.starts_with("proxy-")
+                        {
+                            server.write_all(header.as_bytes()).unwrap();
+                        }
+                    }
+                    server.write_all(b"\r\n").unwrap();
+                }
                 let (mut server_read, mut server_write) = (server.try_clone().unwrap(), server);
                 let mut client_write = client.try_clone().unwrap();
                 std::thread::spawn(move || {
@@ -408,7 +432,10 @@ fn results_are_signed_for_the_queue_region() {
         .stdout_is("")
         .stderr_is("");
     assert_eq!(received(&emulator, "eu-west-1", &queue), [result_body("SUCCESS", "far away", "")]);
-    assert_eq!(*targets.lock().unwrap(), ["CONNECT sqs.eu-west-1.amazonaws.com:80 HTTP/1.1"]);
+    // Plain http through a proxy goes in absolute form (NET-02).
+    let targets = targets.lock().unwrap().clone();
+    assert_eq!(targets.len(), 1);
+    assert!(targets[0].starts_with(&format!("POST http://sqs.eu-west-1.amazonaws.com{queue}")), "{targets:?}");
     let sends: Vec<Value> =
         journal(&emulator, "action=SendMessage").into_iter().filter(|r| r["path"] == queue.as_str()).collect();
     assert_eq!(sends.len(), 1);
