@@ -32,7 +32,7 @@ fn prints_the_whole_metadata_as_pretty_json_in_document_order() {
     let sandbox = Sandbox::new();
     let run = sandbox.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run();
     run.code(0).stderr_is("");
-    let expected = format!("{}\n", cfn_metadata::pyjson::to_pretty(&metadata()));
+    let expected = format!("{}\n", cfn_python::json::to_pretty(&metadata()));
     run.stdout_is(&expected);
     assert!(run.stdout.starts_with("{\n    \"AWS::CloudFormation::Init\": {\n        \"config\""), "{run}");
     assert!(run.stdout.contains(r#""unicode": "caf\u00e9 \ud83d\ude00""#), "{run}");

@@ -2,7 +2,8 @@
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::{Imds, keypath, pyjson, source};
+use cfn_metadata::{Imds, keypath, source};
+use cfn_python::json as pyjson;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;

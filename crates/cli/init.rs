@@ -10,7 +10,8 @@ use cfn_metadata::download::Downloader;
 use cfn_metadata::endpoint::Endpoints;
 use cfn_metadata::http::HttpClient;
 use cfn_metadata::source::{self, MetadataSource};
-use cfn_metadata::{Imds, credentials, paths, pyjson};
+use cfn_metadata::{Imds, credentials, paths};
+use cfn_python::json as pyjson;
 use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -64,7 +65,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     store_metadata(&metadata);
 
     let init = match metadata.get(INIT_KEY) {
-        Some(init) if cfn_configsets::boolish::is_truthy(init) => init,
+        Some(init) if cfn_python::truth::is_truthy(init) => init,
         _ => {
             let place = match &source {
                 MetadataSource::Stack { logical_id, .. } => format!("metadata for {logical_id}"),

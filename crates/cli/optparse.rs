@@ -8,7 +8,7 @@
 //! clap cannot reproduce these error texts, prefix rules or the help layout, so the
 //! tools describe their options in a table here and get typed values back.
 
-use cfn_host::py_repr;
+use cfn_python::repr::short_str_repr as py_repr;
 use std::collections::HashMap;
 use std::fmt::Write;
 

@@ -137,7 +137,7 @@ fn run_config(
     sync: &mut BackgroundSync,
 ) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
-    let present = |section: &str| config.get(section).is_some_and(crate::boolish::is_truthy);
+    let present = |section: &str| config.get(section).is_some_and(cfn_python::truth::is_truthy);
     if present("packages") {
         changes.packages = packages::apply(name, &config["packages"])?;
     } else {

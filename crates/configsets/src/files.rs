@@ -342,12 +342,12 @@ fn write_regular(
 fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String> {
     match content {
         Content::Json(value) => {
-            if !crate::boolish::is_truthy(value) {
+            if !cfn_python::truth::is_truthy(value) {
                 // `false`, `0`, `{}` and `[]` count as no content, as in the reference.
                 return Err("File specified without source or content".into());
             }
             tracing::debug!("Content will be serialized as a JSON structure");
-            Ok(cfn_metadata::pyjson::to_compact(value).into_bytes())
+            Ok(cfn_python::json::to_compact(value).into_bytes())
         }
         Content::Text(text) if spec.base64 => {
             tracing::debug!("Decoding base64 content");

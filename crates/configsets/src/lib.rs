@@ -6,7 +6,6 @@
 //! command log under the target `cfn_cmd`) and returns a `BuildError` whose text the
 //! binary prints as `Error occurred during build: <text>`.
 
-pub mod boolish;
 pub mod changes;
 pub mod commands;
 pub mod configsets;

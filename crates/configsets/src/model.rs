@@ -3,7 +3,7 @@
 //! reference). Errors name their place; where the reference had a message of its own,
 //! that text is kept as it is, because scripts and people search for it.
 
-use crate::boolish;
+use cfn_python::truth as boolish;
 use serde_json::{Map, Value};
 
 /// An error in the metadata itself.

@@ -88,7 +88,7 @@ pub fn logged(title: &str, argv: Vec<String>, env: &[(&str, &str)]) -> Result<Ou
 
 /// A list of strings as Python 3 prints it: `['a', 'b']`.
 pub fn py_list<S: AsRef<str>>(items: &[S]) -> String {
-    format!("[{}]", items.iter().map(|s| cfn_host::py_repr(s.as_ref())).collect::<Vec<_>>().join(", "))
+    format!("[{}]", items.iter().map(|s| cfn_python::repr::short_str_repr(s.as_ref())).collect::<Vec<_>>().join(", "))
 }
 
 /// Package names, versions and locations from metadata go to tools as argv; one that

@@ -101,7 +101,7 @@ pub fn result_body(command: &Command, listener_id: &str, exit_code: i32, stdout:
     document.insert("Status".into(), status.into());
     document.insert("ListenerId".into(), listener_id.into());
     document.insert(field.into(), text.into());
-    cfn_metadata::pyjson::to_compact(&Value::Object(document))
+    cfn_python::json::to_compact(&Value::Object(document))
 }
 
 /// First 500 + `...` + last 500 characters of a text over the limit.

@@ -85,7 +85,7 @@ impl CommandsRun {
         let mut document = Map::new();
         document.insert("by_id".into(), Value::Object(by_id));
         document.insert("by_day".into(), Value::Object(by_day));
-        cfn_metadata::pyjson::to_compact(&Value::Object(document))
+        cfn_python::json::to_compact(&Value::Object(document))
     }
 
     /// Written through a temporary file and a rename, so a crash never leaves half a file.

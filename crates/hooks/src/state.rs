@@ -34,7 +34,7 @@ impl StateValue {
     pub fn env_text(&self) -> String {
         match self {
             StateValue::Json(Value::String(s)) => s.clone(),
-            StateValue::Json(other) => cfn_metadata::pyjson::to_compact(other),
+            StateValue::Json(other) => cfn_python::json::to_compact(other),
             StateValue::DateTime(dt) => iso(dt),
         }
     }
@@ -133,7 +133,7 @@ impl MetadataDb {
 
     /// The file's text: one line of JSON with Python's `", "`/`": "` separators.
     pub fn to_text(&self) -> String {
-        cfn_metadata::pyjson::to_compact(&Value::Object(self.entries.clone()))
+        cfn_python::json::to_compact(&Value::Object(self.entries.clone()))
     }
 
     pub fn save(&self) -> Result<(), StateError> {

@@ -21,30 +21,9 @@ impl CommandLine {
     pub fn shown(&self) -> String {
         match self {
             CommandLine::Shell(s) => s.clone(),
-            CommandLine::Argv(argv) => format!("[{}]", argv.iter().map(|a| py_repr(a)).collect::<Vec<_>>().join(", ")),
-        }
-    }
-}
-
-/// Python's `repr()` of a string: single quotes unless the text holds one and no
-/// double quote; backslashes and control characters escaped.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
+            CommandLine::Argv(argv) => {
+                format!("[{}]", argv.iter().map(|a| cfn_python::repr::short_str_repr(a)).collect::<Vec<_>>().join(", "))
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
         }
     }
-    out.push(quote);
-    out
 }

@@ -6,8 +6,8 @@
 
 use crate::http::{self, HttpClient};
 use crate::presigned::{self, PutError};
-use crate::pyjson;
 use crate::retry::Policy;
+use cfn_python::json as pyjson;
 use serde_json::{Map, Value};
 
 /// Who a message is about: the ids every command message carries.

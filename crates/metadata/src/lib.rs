@@ -17,7 +17,6 @@ pub mod keypath;
 pub mod paths;
 pub mod presigned;
 pub mod proxy;
-pub mod pyjson;
 pub mod retry;
 pub mod runtime;
 pub mod s3url;

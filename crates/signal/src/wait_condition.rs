@@ -6,8 +6,8 @@
 use crate::Status;
 use cfn_metadata::http::{self, HttpClient};
 use cfn_metadata::presigned;
-use cfn_metadata::pyjson;
 use cfn_metadata::retry::Policy;
+use cfn_python::json as pyjson;
 
 pub use cfn_metadata::presigned::{PutError as SignalError, http_verdict};
 

@@ -70,7 +70,7 @@ pub fn parse_packages(config: &str, manager: &str, value: &Value) -> Result<Vec<
             format!("config {config}, packages {manager} {name}: a version must be a string, not {}", kind(what))
         };
         let versions = match spec {
-            v if !crate::boolish::is_truthy(v) => Vec::new(),
+            v if !cfn_python::truth::is_truthy(v) => Vec::new(),
             Value::String(s) => vec![s.clone()],
             Value::Array(items) => {
                 items.iter().map(|i| i.as_str().map(str::to_string).ok_or_else(|| bad(i))).collect::<Result<_, _>>()?
@@ -108,7 +108,7 @@ pub fn apply(config: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>
             "rubygems" => rubygems::apply(&parse_packages(config, manager, spec)?)?,
             "rpm" => rpm::apply(&rpm::parse_locations(config, spec)?)?,
             "msi" => {
-                if crate::boolish::is_truthy(spec) {
+                if cfn_python::truth::is_truthy(spec) {
                     return Err("MSI support is only available under Windows".into());
                 }
                 tracing::debug!("No MSIs specified");

@@ -8,9 +8,9 @@
 pub mod systemd;
 pub mod sysvinit;
 
-use crate::boolish::is_true;
 use crate::changes::ChangeRecord;
 use crate::model::kind;
+use cfn_python::truth::is_true;
 use serde_json::{Map, Value};
 
 /// The names a service lists under `key` (a list of strings; a single string is taken

@@ -93,29 +93,9 @@ fn write_number(out: &mut String, n: &serde_json::Number) {
     let text = n.to_string();
     let is_integer = text.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && b == b'-'));
     match n.as_f64() {
-        Some(f) if !is_integer && f.is_finite() => write_python_float(out, f),
+        Some(f) if !is_integer && f.is_finite() => crate::repr::write_float(out, f),
         _ => out.push_str(&text),
     }
-}
-
-fn write_python_float(out: &mut String, f: f64) {
-    let exponent_form = f != 0.0 && (f.abs() >= 1e16 || f.abs() < 1e-4);
-    if !exponent_form {
-        if f.fract() == 0.0 {
-            let _ = write!(out, "{f:.1}");
-        } else {
-            let _ = write!(out, "{f}");
-        }
-        return;
-    }
-    // Rust writes 1e100 / 1.5e-7; Python writes 1e+100 / 1.5e-07.
-    let text = format!("{f:e}");
-    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
-    let (sign, digits) = match exp.strip_prefix('-') {
-        Some(d) => ('-', d),
-        None => ('+', exp),
-    };
-    let _ = write!(out, "{mantissa}e{sign}{digits:0>2}");
 }
 
 /// A JSON string with Python's `ensure_ascii=True` escaping.

@@ -2,6 +2,7 @@
 //! 1, or a string that, trimmed and lower-cased, is `true`, `yes`, `y` or `1`.
 //! Everything else is false.
 
+use crate::repr::PyNumber;
 use serde_json::Value;
 
 pub fn is_true(value: &Value) -> bool {
@@ -13,16 +14,21 @@ pub fn is_true(value: &Value) -> bool {
     }
 }
 
-/// Python's truthiness of a JSON value, which the reference uses to decide whether a
-/// key "is there" (`content`, the Init key, empty sections).
+/// Python's truthiness of the decoded JSON value: what the reference uses to decide
+/// whether a key "is there" (`content`, the Init key, empty sections) and what a
+/// pystache section tests. Numbers keep their JSON spelling: an integer is false only
+/// when all its digits are zero, a float only when it is zero.
 pub fn is_truthy(value: &Value) -> bool {
     match value {
         Value::Null => false,
         Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Number(n) => match PyNumber::of(n) {
+            PyNumber::Int(text) => text.bytes().any(|b| b.is_ascii_digit() && b != b'0'),
+            PyNumber::Float(f) => f != 0.0,
+        },
         Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
     }
 }
 

@@ -1,0 +1,9 @@
+//! What the reference's Python printed, printed the same way: JSON as Python's `json`
+//! module writes it, `repr()`/`str()` of decoded JSON (pystache's rendering, messages),
+//! and Python's truthiness together with the reference's looser booleans. Users'
+//! scripts and files depend on these exact texts (GETMD-03, INIT-FILES-03,
+//! INIT-BOOL-01, HUP-CONF-*), so they live in one place.
+
+pub mod json;
+pub mod repr;
+pub mod truth;
