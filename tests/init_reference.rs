@@ -139,15 +139,15 @@ fn normalise_log(text: &str, root: &str) -> Vec<String> {
         if b.len() >= 23 && b[4] == b'-' && b[10] == b' ' && b[19] == b',' {
             line = format!("{{TIME}}{}", &line[23..]);
         }
-        if let Some(rest) = line.strip_prefix("{TIME} P") {
-            if let Some((_, tail)) = rest.split_once(' ') {
-                line = format!("{{TIME}} P{{PID}} {tail}");
-            }
+        if let Some(rest) = line.strip_prefix("{TIME} P")
+            && let Some((_, tail)) = rest.split_once(' ')
+        {
+            line = format!("{{TIME}} P{{PID}} {tail}");
         }
-        if let Some(start) = line.find("Sleeping for ") {
-            if let Some(end) = line.find(" seconds before retrying") {
-                line = format!("{}Sleeping for {{SECS}}{}", &line[..start], &line[end..]);
-            }
+        if let Some(start) = line.find("Sleeping for ")
+            && let Some(end) = line.find(" seconds before retrying")
+        {
+            line = format!("{}Sleeping for {{SECS}}{}", &line[..start], &line[end..]);
         }
         out.push(line);
     }

@@ -373,10 +373,10 @@ fn read_head(reader: &mut BufReader<std::net::TcpStream>) -> Option<(String, Str
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
             break;
         }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("host") {
-                host = value.trim().to_string();
-            }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("host")
+        {
+            host = value.trim().to_string();
         }
     }
     let mut parts = line.split_whitespace();

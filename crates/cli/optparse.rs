@@ -402,13 +402,13 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
             line.push_str(chunk);
             chunks.pop();
         }
-        if let Some(chunk) = chunks.last_mut() {
-            if chunk.chars().count() > width {
-                let room = width - line.chars().count();
-                let head: String = chunk.chars().take(room).collect();
-                *chunk = chunk.chars().skip(room).collect();
-                line.push_str(&head);
-            }
+        if let Some(chunk) = chunks.last_mut()
+            && chunk.chars().count() > width
+        {
+            let room = width - line.chars().count();
+            let head: String = chunk.chars().take(room).collect();
+            *chunk = chunk.chars().skip(room).collect();
+            line.push_str(&head);
         }
         let line = line.trim_end().to_string();
         if !line.is_empty() {

@@ -112,13 +112,11 @@ impl Backup {
         // A hard link keeps the file in place until the new one is renamed over it;
         // a directory has to move away.
         let renamed = meta.is_dir() || fs::hard_link(path, &bak).is_err();
-        if renamed {
-            if let Err(e) = fs::rename(path, &bak) {
-                if had_bak {
-                    let _ = fs::rename(&bak2, &bak);
-                }
-                return Err(format!("Could not rename {}: {e}", path.display()));
+        if renamed && let Err(e) = fs::rename(path, &bak) {
+            if had_bak {
+                let _ = fs::rename(&bak2, &bak);
             }
+            return Err(format!("Could not rename {}: {e}", path.display()));
         }
         Ok(Backup { path: path.into(), bak, bak2, previous: Some(Previous { meta, content, had_bak }), renamed })
     }
@@ -403,11 +401,13 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
         Some(Content::Text(t)) if !t.is_empty() => t.clone(),
         _ => return Err("Symbolic link specified without a destination".into()),
     };
-    if let (Ok(existing), Ok(wanted)) = (fs::metadata(path), fs::metadata(&target)) {
-        if fs::symlink_metadata(path).is_ok() && existing.dev() == wanted.dev() && existing.ino() == wanted.ino() {
-            tracing::info!("Symbolic link {} already exists", spec.path);
-            return Ok(false);
-        }
+    if let (Ok(existing), Ok(wanted)) = (fs::metadata(path), fs::metadata(&target))
+        && fs::symlink_metadata(path).is_ok()
+        && existing.dev() == wanted.dev()
+        && existing.ino() == wanted.ino()
+    {
+        tracing::info!("Symbolic link {} already exists", spec.path);
+        return Ok(false);
     }
     if spec.mode.is_some() && fs::metadata(path.parent().unwrap_or(Path::new("/")).join(&target)).is_err() {
         // The mode is set through the link; with nothing there, fail before changing

@@ -290,15 +290,15 @@ impl<'t> Parser<'t> {
         let q = k + self.open.len();
         let r0 = ws_end(t, q);
         let first = t[r0..].chars().next();
-        if first == Some('=') {
-            if let Some((key, end)) = self.bracketed(r0, 0) {
-                return Some(Tag { kind: Kind::Delimiters, key, end });
-            }
+        if first == Some('=')
+            && let Some((key, end)) = self.bracketed(r0, 0)
+        {
+            return Some(Tag { kind: Kind::Delimiters, key, end });
         }
-        if first == Some('{') {
-            if let Some((key, end)) = self.bracketed(r0, 1) {
-                return Some(Tag { kind: Kind::Raw, key, end });
-            }
+        if first == Some('{')
+            && let Some((key, end)) = self.bracketed(r0, 1)
+        {
+            return Some(Tag { kind: Kind::Raw, key, end });
         }
         let sigil = match first {
             Some('!') => Some(Kind::Comment),
@@ -309,10 +309,10 @@ impl<'t> Parser<'t> {
             Some('^') => Some(Kind::Inverted),
             _ => None,
         };
-        if let Some(kind) = sigil {
-            if let Some((key, end)) = self.plain(r0 + 1) {
-                return Some(Tag { kind, key, end });
-            }
+        if let Some(kind) = sigil
+            && let Some((key, end)) = self.plain(r0 + 1)
+        {
+            return Some(Tag { kind, key, end });
         }
         let (key, end) = self.plain(q)?;
         Some(Tag { kind: Kind::Escaped, key, end })

@@ -173,26 +173,26 @@ impl Downloader {
             let mut response =
                 self.http.stream("GET", &prepared.url, &prepared.headers, hop).map_err(DownloadError::Transport)?;
 
-            if (300..400).contains(&response.status) {
-                if let Some(location) = response.header("Location").map(str::to_string) {
-                    let next = resolve(&current, &location);
-                    if scheme_of(&current).as_deref() == Some("https") && scheme_of(&next).as_deref() == Some("http") {
-                        tracing::info!(
-                            "Redirect from HTTPS to plain HTTP ({}); no credentials are sent from here on",
-                            http::redact_url(&next)
-                        );
-                        downgraded = true;
-                    }
-                    hop = Hop::Redirected;
-                    if s3url::parse(&next, &self.endpoints).is_some() {
-                        tracing::info!("Handling redirect to S3 location: {}", http::redact_url(&next));
-                    } else {
-                        tracing::debug!("Following redirect to {}", http::redact_url(&next));
-                    }
-                    current = next;
-                    region_fix = None;
-                    continue;
+            if (300..400).contains(&response.status)
+                && let Some(location) = response.header("Location").map(str::to_string)
+            {
+                let next = resolve(&current, &location);
+                if scheme_of(&current).as_deref() == Some("https") && scheme_of(&next).as_deref() == Some("http") {
+                    tracing::info!(
+                        "Redirect from HTTPS to plain HTTP ({}); no credentials are sent from here on",
+                        http::redact_url(&next)
+                    );
+                    downgraded = true;
                 }
+                hop = Hop::Redirected;
+                if s3url::parse(&next, &self.endpoints).is_some() {
+                    tracing::info!("Handling redirect to S3 location: {}", http::redact_url(&next));
+                } else {
+                    tracing::debug!("Following redirect to {}", http::redact_url(&next));
+                }
+                current = next;
+                region_fix = None;
+                continue;
             }
             if !response.is_success() {
                 let status = response.status;
@@ -202,15 +202,16 @@ impl Downloader {
                 // (a URL without a region, Transfer Acceleration): sign again, once.
                 if let (Some(signed), Some(location)) = (&prepared.signed_region, &s3) {
                     let right = bucket_region.or_else(|| xml::element(&text, "Region"));
-                    if status == 400 && region_fix.is_none() {
-                        if let Some(right) = right.filter(|r| r != signed && !r.is_empty()) {
-                            tracing::info!(
-                                "S3 bucket {} is in {right}; signing the request for that region",
-                                location.bucket
-                            );
-                            region_fix = Some(right);
-                            continue;
-                        }
+                    if status == 400
+                        && region_fix.is_none()
+                        && let Some(right) = right.filter(|r| r != signed && !r.is_empty())
+                    {
+                        tracing::info!(
+                            "S3 bucket {} is in {right}; signing the request for that region",
+                            location.bucket
+                        );
+                        region_fix = Some(right);
+                        continue;
                     }
                 }
                 return Err(DownloadError::Http { status, body: one_line(&text) });
