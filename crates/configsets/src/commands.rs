@@ -3,7 +3,7 @@
 //! arrives and to the main log at DEBUG; a failure stops the build unless
 //! `ignoreErrors` is set.
 
-use crate::engine::{banner, cmd_log};
+use crate::cmd_log::{banner, cmd_log};
 use crate::model::{self, CommandSpec};
 use cfn_host::process::{self, Finished, Invocation};
 use cfn_host::users::{self, User};

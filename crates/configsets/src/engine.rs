@@ -3,25 +3,13 @@
 //! reference logs to `cfn-init.log` and `cfn-init-cmd.log` (LOG-05, §8.3).
 
 use crate::changes::ChangeRecord;
+use crate::cmd_log::{banner, cmd_log};
 use crate::configsets;
 use crate::durable::BackgroundSync;
+use crate::environment::Environment;
 use crate::model::{self, ModelError};
 use crate::{commands, files, groups, packages, services, sources, users};
 use serde_json::{Map, Value};
-use std::fs::File;
-
-/// Where downloads come from: `files` `source` URLs (and later `sources` archives),
-/// with the AWS::CloudFormation::Authentication rules applied by the implementation.
-pub trait Fetch {
-    /// Writes the body of `url` into `dest` (from its start). `authentication` names
-    /// the block a file asked for. The error is the reason only.
-    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String>;
-}
-
-/// What the build needs from the outside world.
-pub struct Environment<'a> {
-    pub fetch: &'a dyn Fetch,
-}
 
 /// A failed build. The binary prints `Error occurred during build: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,23 +30,6 @@ impl From<ModelError> for BuildError {
     fn from(e: ModelError) -> Self {
         BuildError::new(e.0)
     }
-}
-
-/// `text` centred in 60 columns of `fill`, like Python's `str.center`.
-pub fn banner(text: &str, fill: char) -> String {
-    let width = 60usize;
-    let len = text.chars().count();
-    if len >= width {
-        return text.to_string();
-    }
-    let margin = width - len;
-    let left = margin / 2 + (margin & width & 1);
-    let fill_str = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
-    format!("{}{text}{}", fill_str(left), fill_str(margin - left))
-}
-
-pub(crate) fn cmd_log(message: &str) {
-    tracing::info!(target: "cfn_cmd", "{message}");
 }
 
 /// Runs the build for the `AWS::CloudFormation::Init` value `init`, running the

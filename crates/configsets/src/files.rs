@@ -15,7 +15,7 @@
 //! syncs would dominate every run.
 
 use crate::durable::BackgroundSync;
-use crate::engine::Environment;
+use crate::environment::Environment;
 use crate::model::{self, Content, FileSpec};
 use base64::Engine;
 use cfn_host::users;

@@ -7,10 +7,12 @@
 //! binary prints as `Error occurred during build: <text>`.
 
 pub mod changes;
+pub mod cmd_log;
 pub mod commands;
 pub mod configsets;
 pub mod durable;
 pub mod engine;
+pub mod environment;
 pub mod files;
 pub mod groups;
 pub mod model;
@@ -21,4 +23,5 @@ pub mod sources;
 pub mod tool;
 pub mod users;
 
-pub use engine::{BuildError, Environment, Fetch, build};
+pub use engine::{BuildError, build};
+pub use environment::{Environment, Fetch};

@@ -27,7 +27,7 @@
 //!   under one top-level directory, that directory is stripped.
 //! * Every target processed counts as changed (INIT-SRC-07), as in the reference.
 
-use crate::engine::Environment;
+use crate::environment::Environment;
 use crate::model;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -719,7 +719,7 @@ impl Writer<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Fetch;
+    use crate::environment::Fetch;
     use std::collections::HashMap;
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;

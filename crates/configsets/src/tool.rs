@@ -3,7 +3,7 @@
 //! are written to `cfn-init-cmd.log` with the banners `commands` uses (LOG-05); queries
 //! only go to the main log at DEBUG when asked.
 
-use crate::engine::{banner, cmd_log};
+use crate::cmd_log::{banner, cmd_log};
 use cfn_host::CommandLine;
 use cfn_host::process::{self, Invocation};
 

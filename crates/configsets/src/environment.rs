@@ -1,0 +1,17 @@
+//! What a build needs from the outside world, given by the binary: where downloads
+//! come from (the sections that fetch read it; the engine only passes it on).
+
+use std::fs::File;
+
+/// Where downloads come from: `files` `source` URLs (and later `sources` archives),
+/// with the AWS::CloudFormation::Authentication rules applied by the implementation.
+pub trait Fetch {
+    /// Writes the body of `url` into `dest` (from its start). `authentication` names
+    /// the block a file asked for. The error is the reason only.
+    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String>;
+}
+
+/// What the build needs from the outside world.
+pub struct Environment<'a> {
+    pub fetch: &'a dyn Fetch,
+}
