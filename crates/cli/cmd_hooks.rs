@@ -57,8 +57,8 @@ fn option_or_env(parsed: &Parsed, dest: &str, env: &str) -> Option<String> {
 }
 
 /// The ids every command message carries, in the reference's order of checking.
-fn command_ids(parser: &Parser, parsed: &Parsed) -> Result<cfn_metadata::command::CommandIds, ExitCode> {
-    Ok(cfn_metadata::command::CommandIds {
+fn command_ids(parser: &Parser, parsed: &Parsed) -> Result<cfn_hooks::command_result::CommandIds, ExitCode> {
+    Ok(cfn_hooks::command_result::CommandIds {
         dispatcher_id: required(parser, parsed, "dispatcher_id", "DISPATCHER_ID", "DispatcherId")?,
         command_name: required(parser, parsed, "command_name", "CMD_NAME", "CommandName")?,
         invocation_id: required(parser, parsed, "invocation_id", "INVOCATION_ID", "InvocationId")?,

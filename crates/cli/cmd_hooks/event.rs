@@ -11,7 +11,7 @@
 use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env};
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::command::{self, CommandEvent};
+use cfn_hooks::command_result::{self as command, CommandEvent};
 use cfn_metadata::http::HttpClient;
 use cfn_metadata::presigned;
 use cfn_metadata::retry::Policy;

@@ -6,8 +6,8 @@
 use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env, required};
 use crate::optparse::{Kind, Opt, Parser};
 use crate::{logging, options, report};
+use cfn_hooks::command_result::CommandResult;
 use cfn_metadata::Credentials;
-use cfn_metadata::command::CommandResult;
 use cfn_metadata::http::HttpClient;
 use cfn_metadata::sqs::Sqs;
 use std::process::ExitCode;

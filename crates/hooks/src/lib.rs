@@ -8,6 +8,7 @@
 //! events, which the binary writes to `cfn-hup.log`.
 
 pub mod command_message;
+pub mod command_result;
 pub mod commands_run;
 pub mod config;
 pub mod daemon;

@@ -7,7 +7,6 @@
 
 pub mod auth;
 pub mod cfn;
-pub mod command;
 pub mod credentials;
 pub mod download;
 pub mod endpoint;

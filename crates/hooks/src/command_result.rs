@@ -4,9 +4,9 @@
 //! event handle by cfn-send-cmd-event (CMDT-03). Bodies are JSON written as Python's
 //! `json.dumps` writes them, keys in the reference's order.
 
-use crate::http::{self, HttpClient};
-use crate::presigned::{self, PutError};
-use crate::retry::Policy;
+use cfn_metadata::http::{self, HttpClient};
+use cfn_metadata::presigned::{self, PutError};
+use cfn_metadata::retry::Policy;
 use cfn_python::json as pyjson;
 use serde_json::{Map, Value};
 
