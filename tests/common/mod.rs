@@ -68,7 +68,13 @@ impl Sandbox {
     /// no AWS variables, logs in the sandbox, and IMDS pointed at a closed port so that
     /// no test ever reaches a real metadata service.
     pub fn cmd(&self, tool: &str) -> TestCommand {
-        let mut cmd = Command::new(self.path("bin").join(tool));
+        self.cmd_via(self.path("bin").join(tool), tool)
+    }
+
+    /// `program` (a tracer, say) with the environment `cmd(tool)` gets; the tool's path
+    /// is the caller's argument.
+    pub fn cmd_via(&self, program: impl AsRef<std::ffi::OsStr>, tool: &str) -> TestCommand {
+        let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))
             .env("LANG", "C.UTF-8")

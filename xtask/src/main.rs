@@ -59,6 +59,7 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     require("ip", "private network namespaces (Debian package iproute2)")?;
     require("unshare", "private mount namespaces (util-linux)")?;
     require("openssl", "test certificates")?;
+    require("strace", "the start-up cost tests (Debian package strace)")?;
     let python = emulator::ensure_venv()?;
     // The isolated Debian root of tests/init_system.rs (built once, then cached).
     let rootfs = testroot::ensure()?;
