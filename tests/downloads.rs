@@ -1,4 +1,4 @@
-//! cfn-init's downloads through `cfn_metadata::Downloader` (INIT-FILES-05, INIT-AUTH-01..07,
+//! cfn-init's downloads through `cfn_aws::Downloader` (INIT-FILES-05, INIT-AUTH-01..07,
 //! NET-07, SEC-04): against the emulator's S3 (path-style, SigV4 validated with the test
 //! keys and the IMDS role's keys) and against small local HTTP servers written here.
 //!
@@ -7,11 +7,11 @@
 
 mod common;
 
-use cfn_metadata::auth::Authentication;
-use cfn_metadata::endpoint::Endpoints;
-use cfn_metadata::http::HttpClient;
-use cfn_metadata::retry::{Policy, Verdict};
-use cfn_metadata::{DownloadError, Downloader, Imds, ProxyOptions};
+use cfn_aws::auth::Authentication;
+use cfn_aws::endpoint::Endpoints;
+use cfn_aws::http::HttpClient;
+use cfn_aws::retry::{Policy, Verdict};
+use cfn_aws::{DownloadError, Downloader, Imds, ProxyOptions};
 use common::{ACCESS_KEY, Emulator, RecordingProxy, SECRET_KEY};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -39,16 +39,12 @@ fn no_imds() -> Arc<Imds> {
 }
 
 fn downloader(auth: Value, endpoints: Endpoints, imds: Arc<Imds>, proxies: ProxyOptions) -> Downloader {
-    let http = Arc::new(HttpClient::new(proxies, cfn_metadata::api_user_agent()));
+    let http = Arc::new(HttpClient::new(proxies, cfn_aws::api_user_agent()));
     Downloader::new(http, imds, Authentication::parse(&auth), endpoints).with_retry(FAST)
 }
 
 /// Downloads into a temp file that already holds junk, and returns what it ends with.
-fn fetch(
-    d: &Downloader,
-    url: &str,
-    name: Option<&str>,
-) -> Result<(Vec<u8>, cfn_metadata::DownloadInfo), DownloadError> {
+fn fetch(d: &Downloader, url: &str, name: Option<&str>) -> Result<(Vec<u8>, cfn_aws::DownloadInfo), DownloadError> {
     let mut file = tempfile::tempfile().unwrap();
     file.write_all(b"junk that must disappear").unwrap();
     let info = d.download_to(url, name, &mut file)?;

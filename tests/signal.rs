@@ -41,7 +41,7 @@ fn wait_condition_template() -> Value {
 /// stack's id in an XML answer; `Emulator::create_stack` asks for JSON, which would
 /// leave every stack CREATE_COMPLETE at once.
 fn create_waiting_stack(emulator: &Emulator, name: &str, template: &Value) -> String {
-    use cfn_metadata::sigv4;
+    use cfn_aws::sigv4;
     let query: Vec<(String, String)> = [
         ("Action", "CreateStack".to_string()),
         ("StackName", name.to_string()),
@@ -55,7 +55,7 @@ fn create_waiting_stack(emulator: &Emulator, name: &str, template: &Value) -> St
     let request = sigv4::Request { method: "GET", host, path: "/", query: &query, headers: &[], payload: b"" };
     let signed = sigv4::sign(
         &request,
-        &cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None),
+        &cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None),
         &sigv4::Scope { region: "us-east-1", service: "cloudformation" },
         chrono::Utc::now(),
     );

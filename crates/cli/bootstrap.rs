@@ -27,7 +27,7 @@ pub fn described_command() -> Command {
 fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
     Command::new("cfn-bootstrap")
         .bin_name("cfn-bootstrap")
-        .version(cfn_metadata::VERSION)
+        .version(cfn_aws::VERSION)
         .about("AWS CloudFormation helper scripts as one binary")
         .after_help(
             "Each tool takes the options of AWS's script: cfn-bootstrap TOOL --help.\n\

@@ -2,7 +2,8 @@
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::{Imds, keypath, source};
+use cfn_aws::Imds;
+use cfn_metadata::{keypath, source};
 use cfn_python::json as pyjson;
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         }
     };
     logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
-    let client = match cfn_metadata::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
+    let client = match cfn_aws::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
         Ok(client) => client,
         Err(e) => return report::credential_failure(&e),
     };

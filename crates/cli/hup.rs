@@ -19,12 +19,13 @@
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, report};
+use cfn_aws::Imds;
+use cfn_aws::credentials::CredentialError;
 use cfn_hooks::daemon::{self, Forked};
 use cfn_hooks::listener;
 use cfn_hooks::service_loop::{self, ServiceError, Settings};
 use cfn_hooks::{HupConfig, config};
-use cfn_metadata::credentials::CredentialError;
-use cfn_metadata::{Imds, paths};
+use cfn_host::paths;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -162,7 +163,7 @@ fn serve(config: HupConfig, imds: Arc<Imds>, settings: Settings, mode: Mode, ver
         }
     };
     // Failed attempts inside a pass go to DEBUG: outages are reported once per change.
-    logging::demote("cfn_metadata::retry");
+    logging::demote("cfn_aws::retry");
     started.run(Box::new(move |main| logging::set_level(report::level(verbose || main.verbose))));
     ExitCode::SUCCESS
 }

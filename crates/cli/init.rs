@@ -4,13 +4,14 @@
 
 use crate::optparse::{Opt, Parsed, Parser};
 use crate::{logging, options, report};
+use cfn_aws::auth::Authentication;
+use cfn_aws::download::Downloader;
+use cfn_aws::endpoint::Endpoints;
+use cfn_aws::http::HttpClient;
+use cfn_aws::{Imds, credentials};
 use cfn_configsets::{BuildError, Environment, Fetch};
-use cfn_metadata::auth::Authentication;
-use cfn_metadata::download::Downloader;
-use cfn_metadata::endpoint::Endpoints;
-use cfn_metadata::http::HttpClient;
+use cfn_host::paths;
 use cfn_metadata::source::{self, MetadataSource};
-use cfn_metadata::{Imds, credentials, paths};
 use cfn_python::json as pyjson;
 use serde_json::Value;
 use std::io::Write;
@@ -119,10 +120,10 @@ fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
     }
 }
 
-fn read_metadata(source: &MetadataSource, api: &cfn_metadata::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
+fn read_metadata(source: &MetadataSource, api: &cfn_aws::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
     let client = match source {
         MetadataSource::Stack { .. } => {
-            Some(cfn_metadata::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
+            Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
         }
         // The reference checks the credential options even when it reads a file.
         _ => {
@@ -137,7 +138,7 @@ fn read_metadata(source: &MetadataSource, api: &cfn_metadata::ApiOptions, imds: 
 }
 
 fn check_credential_options(
-    options: &cfn_metadata::CredentialOptions,
+    options: &cfn_aws::CredentialOptions,
     imds: &Imds,
 ) -> Result<(), credentials::CredentialError> {
     if let Some(path) = &options.credential_file {

@@ -9,7 +9,7 @@
 //! world-writable. If the main log cannot be opened the tool says so on stderr and logs
 //! there instead; the command and wire logs are then dropped, as in the reference.
 
-use cfn_metadata::paths;
+use cfn_host::paths;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

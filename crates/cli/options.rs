@@ -2,7 +2,7 @@
 //! the metadata crate's request options.
 
 use crate::optparse::{Group, Opt, Parsed};
-use cfn_metadata::{ApiOptions, CredentialOptions, ProxyOptions};
+use cfn_aws::{ApiOptions, CredentialOptions, ProxyOptions};
 use std::path::PathBuf;
 
 pub const DEFAULT_REGION: &str = "us-east-1";

@@ -1,7 +1,7 @@
 //! How tools end: parse outcomes, error lines on stderr and exit codes (SPEC §2, §9.5).
 
 use crate::optparse::{Outcome, Parsed, Parser};
-use cfn_metadata::CredentialError;
+use cfn_aws::CredentialError;
 use std::fmt::Display;
 use std::process::ExitCode;
 use tracing::Level;

@@ -5,9 +5,9 @@
 
 use crate::optparse::{Group, Kind, Opt, Parsed, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::Imds;
-use cfn_metadata::http::HttpClient;
-use cfn_metadata::retry::Policy;
+use cfn_aws::Imds;
+use cfn_aws::http::HttpClient;
+use cfn_aws::retry::Policy;
 use cfn_signal::{Status, WaitConditionSignal};
 use std::io::Write;
 use std::process::ExitCode;
@@ -112,7 +112,7 @@ fn signal_handle(parsed: &Parsed, argument: &str, status: Status) -> ExitCode {
         &unique_id(parsed, &Imds::from_env()),
     );
     // NET-02: --http-proxy/--https-proxy over the environment's proxies, as for API calls.
-    let http = HttpClient::new(options::api_options(parsed).proxies, cfn_metadata::api_user_agent());
+    let http = HttpClient::new(options::api_options(parsed).proxies, cfn_aws::api_user_agent());
     if let Err(e) = cfn_signal::send(&http, &url, &signal, &Policy::API) {
         return report::failure(format!("Error signaling CloudFormation: {e}"));
     }
@@ -132,7 +132,7 @@ fn signal_resource(parser: &Parser, parsed: &Parsed, logical_id: &str, status: S
         return report::usage_failure(parser, "You must specify a stack name when signaling a resource");
     };
     let imds = Arc::new(Imds::from_env());
-    let client = match cfn_metadata::cloudformation_client(&options::api_options(parsed), imds.clone()) {
+    let client = match cfn_aws::cloudformation_client(&options::api_options(parsed), imds.clone()) {
         Ok(client) => client,
         Err(e) => return report::credential_failure(&e),
     };

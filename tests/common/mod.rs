@@ -302,12 +302,8 @@ impl Emulator {
             .collect()
     }
 
-    fn client(&self) -> cfn_metadata::CloudFormation {
-        cfn_metadata::client_with_keys(
-            &self.url,
-            "us-east-1",
-            cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None),
-        )
+    fn client(&self) -> cfn_aws::CloudFormation {
+        cfn_aws::client_with_keys(&self.url, "us-east-1", cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None))
     }
 
     /// Creates a stack from a JSON template and returns its name.
@@ -320,11 +316,11 @@ impl Emulator {
 
     /// A SigV4-signed S3 request to the emulator with the test keys (test set-up only).
     pub fn s3_request(&self, method: &str, path: &str, body: &[u8]) -> u16 {
-        use cfn_metadata::sigv4;
-        let http = cfn_metadata::http::HttpClient::new(cfn_metadata::ProxyOptions::default(), "tests");
+        use cfn_aws::sigv4;
+        let http = cfn_aws::http::HttpClient::new(cfn_aws::ProxyOptions::default(), "tests");
         let host = self.url.trim_start_matches("http://").to_string();
         let request = sigv4::Request { method, host: &host, path, query: &[], headers: &[], payload: body };
-        let credentials = cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+        let credentials = cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
         let scope = sigv4::Scope { region: "us-east-1", service: "s3" };
         let mut headers = sigv4::sign(&request, &credentials, &scope, chrono::Utc::now());
         headers.push(("Host", host.clone()));
@@ -349,7 +345,7 @@ impl Emulator {
             .to_string()
     }
 
-    pub fn call(&self, action: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, cfn_metadata::cfn::Error> {
+    pub fn call(&self, action: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, cfn_aws::cfn::Error> {
         self.client().call(action, params, true)
     }
 }
@@ -561,17 +557,17 @@ pub fn dist_dir() -> &'static Path {
 /// An SQS query-protocol POST to the emulator, signed with the test keys for `region`;
 /// `host` is the Host header the signature covers. Returns the XML answer.
 pub fn sqs_post(emulator: &Emulator, region: &str, path: &str, form: &[(&str, &str)]) -> String {
-    use cfn_metadata::sigv4;
+    use cfn_aws::sigv4;
     let host = emulator.url.trim_start_matches("http://").to_string();
     let pairs: Vec<(String, String)> = form.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let body = sigv4::canonical_query(&pairs);
     let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded".to_string())];
     let request =
         sigv4::Request { method: "POST", host: &host, path, query: &[], headers: &headers, payload: body.as_bytes() };
-    let credentials = cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+    let credentials = cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
     headers.extend(sigv4::sign(&request, &credentials, &sigv4::Scope { region, service: "sqs" }, chrono::Utc::now()));
     headers.push(("Host", host));
-    let http = cfn_metadata::http::HttpClient::new(cfn_metadata::ProxyOptions::default(), "tests");
+    let http = cfn_aws::http::HttpClient::new(cfn_aws::ProxyOptions::default(), "tests");
     let response = http.send("POST", &format!("{}{path}", emulator.url), &headers, Some(body.as_bytes())).unwrap();
     assert!(response.is_success(), "SQS {form:?}: {} {}", response.status, response.text());
     response.text()

@@ -402,8 +402,7 @@ fn create_stack(url: &str, w1_dir: &Path) -> Result<()> {
             }
         }
     });
-    let client =
-        cfn_metadata::client_with_keys(url, "us-east-1", cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
+    let client = cfn_aws::client_with_keys(url, "us-east-1", cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
     client.call("CreateStack", &[("StackName", STACK), ("TemplateBody", &template.to_string())], true)?;
     Ok(())
 }

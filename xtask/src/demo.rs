@@ -251,8 +251,7 @@ fn create_stack(url: &str, demo: &Path) -> Result<()> {
             "Nothing": {"Type": "AWS::CloudFormation::WaitConditionHandle"}
         }
     });
-    let client =
-        cfn_metadata::client_with_keys(url, "us-east-1", cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
+    let client = cfn_aws::client_with_keys(url, "us-east-1", cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
     client.call("CreateStack", &[("StackName", STACK), ("TemplateBody", &template.to_string())], true)?;
     println!("    {STACK}: CREATE_COMPLETE");
     Ok(())

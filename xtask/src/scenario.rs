@@ -198,11 +198,8 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     timing(&mut out, "emulator ready");
 
     step(&format!("Creating stack {STACK}: {RESOURCE} with a CreationPolicy (1 signal, PT5M)"));
-    let client = cfn_metadata::client_with_keys(
-        &emulator.url,
-        REGION,
-        cfn_metadata::Credentials::new(ACCESS_KEY, SECRET_KEY, None),
-    );
+    let client =
+        cfn_aws::client_with_keys(&emulator.url, REGION, cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
     let template = template(FIRST_PAGE);
     client
         .call("CreateStack", &[("StackName", STACK), ("TemplateBody", &template.to_string())], true)

@@ -11,10 +11,10 @@
 use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env};
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
+use cfn_aws::http::HttpClient;
+use cfn_aws::presigned;
+use cfn_aws::retry::Policy;
 use cfn_hooks::command_result::{self as command, CommandEvent};
-use cfn_metadata::http::HttpClient;
-use cfn_metadata::presigned;
-use cfn_metadata::retry::Policy;
 use std::io::Write;
 use std::process::ExitCode;
 use tracing::Level;
@@ -78,7 +78,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         message: parsed.positionals.join(" "),
     };
     // NET-02: --http-proxy/--https-proxy over the environment's proxies.
-    let http = HttpClient::new(options::api_options(&parsed).proxies, cfn_metadata::api_user_agent());
+    let http = HttpClient::new(options::api_options(&parsed).proxies, cfn_aws::api_user_agent());
     if let Err(e) = command::send_event(&http, &url, &event, &Policy::API) {
         return report::failure(format!("Error sending Command Event: {e}"));
     }

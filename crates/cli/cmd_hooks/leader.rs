@@ -5,7 +5,7 @@
 use super::{command_name, invocation_id, listener_id, required};
 use crate::optparse::{Parsed, Parser};
 use crate::{logging, options, report};
-use cfn_metadata::Imds;
+use cfn_aws::Imds;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
-    let client = match cfn_metadata::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
+    let client = match cfn_aws::cloudformation_client(&options::api_options(&parsed), Arc::new(Imds::from_env())) {
         Ok(client) => client,
         Err(e) => return report::credential_failure(&e),
     };

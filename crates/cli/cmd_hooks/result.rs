@@ -6,10 +6,10 @@
 use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env, required};
 use crate::optparse::{Kind, Opt, Parser};
 use crate::{logging, options, report};
+use cfn_aws::Credentials;
+use cfn_aws::http::HttpClient;
+use cfn_aws::sqs::Sqs;
 use cfn_hooks::command_result::CommandResult;
-use cfn_metadata::Credentials;
-use cfn_metadata::http::HttpClient;
-use cfn_metadata::sqs::Sqs;
 use std::process::ExitCode;
 use tracing::Level;
 
@@ -90,7 +90,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         result.ids.listener_id
     );
     // NET-02: --http-proxy/--https-proxy over the environment's proxies.
-    let http = HttpClient::new(options::api_options(&parsed).proxies, cfn_metadata::api_user_agent());
+    let http = HttpClient::new(options::api_options(&parsed).proxies, cfn_aws::api_user_agent());
     let sqs = Sqs::new(Credentials::new(&access_key, &secret_key, Some(token)), http);
     match sqs.send_message(&queue_url, &result.body()) {
         Ok(message_id) => {

@@ -82,7 +82,7 @@ fn logged_run(title: &str, invocation: &Invocation<'_>, name: &str) -> Result<Fi
         }
         cmd_log(&format!("\t{}", String::from_utf8_lossy(line)));
     })
-    .map_err(|e| format!("Could not run command {name}: {}", cfn_metadata::source::io_reason(&e)))?;
+    .map_err(|e| format!("Could not run command {name}: {}", cfn_python::strerror(&e)))?;
     if any_output {
         cmd_log(&"-".repeat(60));
     }

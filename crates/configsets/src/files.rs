@@ -443,12 +443,7 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
     // cannot be set on Linux).
     if let Some(mode) = spec.mode {
         fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o7777)).map_err(|e| {
-            format!(
-                "Could not set the mode of {} through the link {}: {}",
-                target,
-                spec.path,
-                cfn_metadata::source::io_reason(&e)
-            )
+            format!("Could not set the mode of {} through the link {}: {}", target, spec.path, cfn_python::strerror(&e))
         })?;
     }
     Ok(true)

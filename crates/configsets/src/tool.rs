@@ -41,7 +41,7 @@ fn spawn(argv: Vec<String>, env: &[(&str, &str)], mut on_line: impl FnMut(&[u8])
     let command = CommandLine::Argv(argv);
     let invocation = Invocation { command: &command, env: full_env.as_deref(), cwd: None, runas: None };
     let finished = process::run(&invocation, &mut on_line)
-        .map_err(|e| format!("Could not run {program}: {}", cfn_metadata::source::io_reason(&e)))?;
+        .map_err(|e| format!("Could not run {program}: {}", cfn_python::strerror(&e)))?;
     Ok(Output { code: finished.code, text: finished.text() })
 }
 
@@ -58,7 +58,7 @@ pub fn query_stdout(argv: &[&str]) -> Result<Output, String> {
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("Could not run {}: {}", argv[0], cfn_metadata::source::io_reason(&e)))?;
+        .map_err(|e| format!("Could not run {}: {}", argv[0], cfn_python::strerror(&e)))?;
     Ok(Output { code: output.status.code().unwrap_or(-1), text: String::from_utf8_lossy(&output.stdout).into_owned() })
 }
 

@@ -4,9 +4,9 @@
 //! event handle by cfn-send-cmd-event (CMDT-03). Bodies are JSON written as Python's
 //! `json.dumps` writes them, keys in the reference's order.
 
-use cfn_metadata::http::{self, HttpClient};
-use cfn_metadata::presigned::{self, PutError};
-use cfn_metadata::retry::Policy;
+use cfn_aws::http::{self, HttpClient};
+use cfn_aws::presigned::{self, PutError};
+use cfn_aws::retry::Policy;
 use cfn_python::json as pyjson;
 use serde_json::{Map, Value};
 

@@ -23,7 +23,7 @@ pub struct CommandsRun {
 impl CommandsRun {
     /// `<lib>/cfn-hup/data/commands_run.json`.
     pub fn default_path() -> PathBuf {
-        cfn_metadata::paths::lib_dir().join("cfn-hup/data/commands_run.json")
+        cfn_host::paths::lib_dir().join("cfn-hup/data/commands_run.json")
     }
 
     /// Loads the file. A missing file is an empty record; a corrupt one is deleted and the

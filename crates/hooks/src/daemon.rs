@@ -36,7 +36,7 @@ pub struct PidFile {
 }
 
 pub fn default_pid_path() -> PathBuf {
-    cfn_metadata::paths::run_dir().join("cfn-hup.pid")
+    cfn_host::paths::run_dir().join("cfn-hup.pid")
 }
 
 fn process_alive(pid: i32) -> bool {
@@ -139,7 +139,7 @@ fn pipe_pair() -> Result<(std::fs::File, std::fs::File), DaemonError> {
 /// `/dev/null`. Call it while the process has a single thread and before the tokio
 /// runtime is built (the daemon builds it).
 pub fn daemonize(umask: u32) -> Result<Forked, DaemonError> {
-    if cfn_metadata::runtime::is_built() {
+    if cfn_aws::runtime::is_built() {
         return Err(DaemonError::RuntimeStarted);
     }
     let (mut reader, writer) = pipe_pair()?;

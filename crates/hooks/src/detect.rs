@@ -4,7 +4,7 @@
 use crate::config::Hook;
 use crate::path::Target;
 use crate::state::StateValue;
-use cfn_metadata::StackResourceDetail;
+use cfn_aws::StackResourceDetail;
 use serde_json::Value;
 
 /// What to do about one hook in one pass.

@@ -16,13 +16,13 @@ use crate::command_message::{self, Command};
 use crate::commands_run::CommandsRun;
 use crate::config::{CommandHook, MainConfig};
 use crate::service::Service;
+use cfn_aws::cfn::{Error as ApiError, ListenerCredentials};
+use cfn_aws::http::{self, HttpClient};
+use cfn_aws::retry::Policy;
+use cfn_aws::sqs::{self, Sqs};
+use cfn_aws::{Imds, ProxyOptions};
 use cfn_host::CommandLine;
 use cfn_host::process::{self, Invocation};
-use cfn_metadata::cfn::{Error as ApiError, ListenerCredentials};
-use cfn_metadata::http::{self, HttpClient};
-use cfn_metadata::retry::Policy;
-use cfn_metadata::sqs::{self, Sqs};
-use cfn_metadata::{Imds, ProxyOptions};
 use chrono::Utc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -112,7 +112,7 @@ impl Listener {
             region: main.region.clone(),
             listener_id,
             service,
-            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_metadata::api_user_agent())),
+            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_aws::api_user_agent())),
             options,
             queue_url: None,
             expired: false,
@@ -337,7 +337,7 @@ impl Listener {
 
 /// The clients of one round.
 struct Context<'a> {
-    client: &'a cfn_metadata::CloudFormation,
+    client: &'a cfn_aws::CloudFormation,
     sqs: &'a Sqs,
     queue_url: &'a str,
     credentials: &'a ListenerCredentials,
@@ -407,7 +407,7 @@ fn is_sqs_code(error: &sqs::Error, wanted: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cfn_metadata::Credentials;
+    use cfn_aws::Credentials;
 
     #[test]
     fn refresh_schedule() {

@@ -23,7 +23,7 @@ impl ListenerTask {
     pub fn spawn(listener: Listener, hooks: Vec<CommandHook>) -> ListenerTask {
         let (stop, stopped) = watch::channel(false);
         let (hooks, current) = watch::channel(Arc::new(hooks));
-        let task = cfn_metadata::runtime::runtime().spawn(rounds(listener, current, stopped));
+        let task = cfn_aws::runtime::runtime().spawn(rounds(listener, current, stopped));
         ListenerTask { stop, hooks, task }
     }
 

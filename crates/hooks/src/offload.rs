@@ -27,7 +27,7 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let (done, result) = oneshot::channel();
-    let runtime = cfn_metadata::runtime::runtime().handle().clone();
+    let runtime = cfn_aws::runtime::runtime().handle().clone();
     std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
@@ -45,7 +45,7 @@ mod tests {
     #[test]
     fn work_runs_on_another_thread_and_its_result_is_awaited() {
         let caller = std::thread::current().id();
-        let (value, thread) = cfn_metadata::runtime::block_on(async {
+        let (value, thread) = cfn_aws::runtime::block_on(async {
             run("test-work", move || (6 * 7, std::thread::current().id())).unwrap().await.unwrap()
         });
         assert_eq!(value, 42);

@@ -4,11 +4,11 @@
 use crate::config::Hook;
 use crate::detect::{self, Decision};
 use crate::state::{MetadataDb, StateValue};
+use cfn_aws::cfn::Error as ApiError;
+use cfn_aws::retry::Verdict;
+use cfn_aws::{CloudFormation, StackResourceDetail};
 use cfn_host::CommandLine;
 use cfn_host::process::{self, Invocation};
-use cfn_metadata::cfn::Error as ApiError;
-use cfn_metadata::retry::Verdict;
-use cfn_metadata::{CloudFormation, StackResourceDetail};
 use std::collections::HashMap;
 
 /// Where resource descriptions come from (CloudFormation, or a fake in unit tests).

@@ -3,10 +3,10 @@
 //! requests are signed with the instance identity.
 
 use crate::config::MainConfig;
-use cfn_metadata::credentials::{self, CredentialError, RefreshingRole};
-use cfn_metadata::http::HttpClient;
-use cfn_metadata::retry::Policy;
-use cfn_metadata::{CloudFormation, Imds, ProxyOptions, Signer};
+use cfn_aws::credentials::{self, CredentialError, RefreshingRole};
+use cfn_aws::http::HttpClient;
+use cfn_aws::retry::Policy;
+use cfn_aws::{CloudFormation, Imds, ProxyOptions, Signer};
 use std::sync::Arc;
 
 enum Auth {
@@ -36,12 +36,12 @@ impl Service {
                 credentials::CredentialOptions { credential_file: main.credential_file.clone(), ..Default::default() };
             Auth::Fixed(credentials::resolve(&options, &imds)?)
         };
-        let endpoint = cfn_metadata::endpoint::cloudformation_url(&main.region, main.url.as_deref());
+        let endpoint = cfn_aws::endpoint::cloudformation_url(&main.region, main.url.as_deref());
         tracing::debug!("CloudFormation client initialized with endpoint {endpoint}");
         Ok(Service {
             endpoint,
             region: main.region.clone(),
-            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_metadata::api_user_agent())),
+            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_aws::api_user_agent())),
             imds,
             auth,
             retry: Policy::API,

@@ -19,9 +19,9 @@ use crate::service::Service;
 use crate::shutdown;
 use crate::signals::{Request, Signals};
 use crate::{Health, MetadataDb, PassOptions, PassReport, run_pass};
-use cfn_metadata::Imds;
-use cfn_metadata::credentials::CredentialError;
-use cfn_metadata::retry::Policy;
+use cfn_aws::Imds;
+use cfn_aws::credentials::CredentialError;
+use cfn_aws::retry::Policy;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -184,7 +184,7 @@ impl Started {
             db: Arc::new(Mutex::new(MetadataDb::load(&MetadataDb::default_path()))),
             on_reload,
         };
-        cfn_metadata::runtime::block_on(running.serve(signals));
+        cfn_aws::runtime::block_on(running.serve(signals));
         drop(pid_file);
     }
 }

@@ -23,7 +23,7 @@ impl Signals {
     /// Installs the handlers on the process's runtime (which this builds: call it after
     /// the fork). From here on, the signals no longer end the process by themselves.
     pub fn install() -> Result<Signals, DaemonError> {
-        let _context = cfn_metadata::runtime::runtime().enter();
+        let _context = cfn_aws::runtime::runtime().enter();
         let stream =
             |kind| signal(kind).map_err(|source| DaemonError::System { what: "install signal handlers", source });
         Ok(Signals {
@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn a_signal_is_kept_until_asked_for_and_reported_once() {
         let mut signals = Signals::install().unwrap();
-        cfn_metadata::runtime::block_on(async {
+        cfn_aws::runtime::block_on(async {
             let quiet = tokio::time::timeout(Duration::from_millis(50), signals.next()).await;
             assert!(quiet.is_err(), "no signal yet");
             // SAFETY: sending ourselves SIGHUP, which the handler turns into a reload request.

@@ -94,7 +94,7 @@ pub struct MetadataDb {
 impl MetadataDb {
     /// `<lib>/cfn-hup/data/metadata_db.json`.
     pub fn default_path() -> PathBuf {
-        cfn_metadata::paths::lib_dir().join("cfn-hup/data/metadata_db.json")
+        cfn_host::paths::lib_dir().join("cfn-hup/data/metadata_db.json")
     }
 
     /// Loads the file; a missing or unreadable one is an empty state (as in the reference).

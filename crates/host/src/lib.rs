@@ -3,6 +3,7 @@
 //! and looking up users and groups and the host's name.
 
 pub mod hostname;
+pub mod paths;
 pub mod process;
 pub mod users;
 

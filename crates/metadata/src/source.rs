@@ -1,7 +1,7 @@
 //! Where metadata comes from: a stack resource, a local file or standard input
 //! (INIT-CLI-02..04, INIT-CLI-09).
 
-use crate::cfn::{self, CloudFormation};
+use cfn_aws::cfn::{self, CloudFormation};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -43,28 +43,21 @@ pub fn fetch(source: &MetadataSource, cloudformation: Option<&CloudFormation>) -
 /// read-only file failed for non-root users).
 pub fn read_file(path: &Path) -> Result<Value, SourceError> {
     let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| SourceError::Io { path: shown.clone(), reason: io_reason(&e) })?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| SourceError::Io { path: shown.clone(), reason: cfn_python::strerror(&e) })?;
     parse(&read_all(file, &shown)?, &shown)
 }
 
 fn read_all(mut reader: impl Read, shown: &str) -> Result<Vec<u8>, SourceError> {
     let mut bytes = Vec::new();
-    reader.read_to_end(&mut bytes).map_err(|e| SourceError::Io { path: shown.to_string(), reason: io_reason(&e) })?;
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| SourceError::Io { path: shown.to_string(), reason: cfn_python::strerror(&e) })?;
     Ok(bytes)
 }
 
 fn parse(bytes: &[u8], origin: &str) -> Result<Value, SourceError> {
     serde_json::from_slice(bytes).map_err(|e| SourceError::Json { origin: origin.to_string(), reason: e.to_string() })
-}
-
-/// The OS's text for an I/O error without Rust's "(os error N)" suffix, as the
-/// reference printed it (`No such file or directory`).
-pub fn io_reason(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    match text.rfind(" (os error ") {
-        Some(i) if text.ends_with(')') => text[..i].to_string(),
-        _ => text,
-    }
 }
 
 #[cfg(test)]

@@ -7,3 +7,13 @@
 pub mod json;
 pub mod repr;
 pub mod truth;
+
+/// The OS's text for an I/O error, as Python's `os.strerror` gives it (`No such file or
+/// directory`), without Rust's " (os error N)" suffix: the reference's messages show it.
+pub fn strerror(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}

@@ -11,7 +11,7 @@ mod wait_condition;
 pub use cfn_host::fqdn;
 pub use wait_condition::{InvalidHandleUrl, SignalError, WaitConditionSignal, handle_url, http_verdict, send};
 
-use cfn_metadata::{CloudFormation, Imds, cfn};
+use cfn_aws::{CloudFormation, Imds, cfn};
 use std::fmt;
 
 /// The two signals CloudFormation understands.
@@ -100,9 +100,9 @@ mod tests {
 
     #[test]
     fn default_id_off_ec2_is_the_host_name() {
-        let imds = Imds::new("http://127.0.0.1:1", false, cfn_metadata::retry::Policy::IMDS);
+        let imds = Imds::new("http://127.0.0.1:1", false, cfn_aws::retry::Policy::IMDS);
         assert_eq!(default_unique_id(&imds), fqdn());
-        let disabled = Imds::new("http://127.0.0.1:1", true, cfn_metadata::retry::Policy::IMDS);
+        let disabled = Imds::new("http://127.0.0.1:1", true, cfn_aws::retry::Policy::IMDS);
         assert_eq!(default_unique_id(&disabled), fqdn());
     }
 }

@@ -1,15 +1,15 @@
 //! Signalling a WaitConditionHandle (SIG-05..07, SIG-09): the handle is a presigned
 //! URL; the signal is an HTTP PUT of a small JSON document to it, retried by the
 //! reference's generic HTTP rules. The PUT itself (empty `Content-Type`, retries) is
-//! `cfn_metadata::presigned::put`, tested there; here, the handle and the body.
+//! `cfn_aws::presigned::put`, tested there; here, the handle and the body.
 
 use crate::Status;
-use cfn_metadata::http::{self, HttpClient};
-use cfn_metadata::presigned;
-use cfn_metadata::retry::Policy;
+use cfn_aws::http::{self, HttpClient};
+use cfn_aws::presigned;
+use cfn_aws::retry::Policy;
 use cfn_python::json as pyjson;
 
-pub use cfn_metadata::presigned::{PutError as SignalError, http_verdict};
+pub use cfn_aws::presigned::{PutError as SignalError, http_verdict};
 
 /// The reason sent with a FAILURE signal when none was given (SIG-06).
 pub const DEFAULT_FAILURE_REASON: &str = "Configuration failed.";

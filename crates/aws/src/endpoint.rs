@@ -106,12 +106,12 @@ impl Endpoints {
     /// The document in force: an override file when one exists, else the built-in one.
     pub fn load() -> Result<Endpoints, EndpointsError> {
         let from_env = std::env::var_os("ENDPOINTS_OVERRIDE").map(std::path::PathBuf::from).filter(|p| p.is_file());
-        let from_etc = Some(crate::paths::etc_dir().join("endpoints-override.json")).filter(|p| p.is_file());
+        let from_etc = Some(cfn_host::paths::etc_dir().join("endpoints-override.json")).filter(|p| p.is_file());
         match from_env.or(from_etc) {
             Some(path) => {
                 let shown = path.display().to_string();
                 let text = std::fs::read_to_string(&path)
-                    .map_err(|e| EndpointsError { path: shown.clone(), reason: crate::source::io_reason(&e) })?;
+                    .map_err(|e| EndpointsError { path: shown.clone(), reason: cfn_python::strerror(&e) })?;
                 Endpoints::parse(&text).map_err(|reason| EndpointsError { path: shown, reason })
             }
             None => Ok(Endpoints::builtin()),

@@ -6,7 +6,7 @@
 //! trust store (`SSL_CERT_FILE` or the distribution's bundle); a host without one (a
 //! `FROM scratch` image) falls back to the Mozilla roots compiled into the binary.
 
-use crate::paths;
+use cfn_host::paths;
 use rustls::RootCertStore;
 use rustls::crypto::ring;
 use rustls_pki_types::CertificateDer;
