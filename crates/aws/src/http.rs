@@ -366,7 +366,7 @@ impl HttpClient {
             // Proxies are chosen per request by `proxy::choose`, never by reqwest itself.
             .no_proxy();
         if let Some(url) = &key.0 {
-            builder = builder.proxy(proxy::to_reqwest(url)?);
+            builder = builder.proxy(reqwest_proxy(url)?);
         }
         if guarded {
             builder = builder.dns_resolver(Arc::new(NoLinkLocal));
@@ -392,6 +392,20 @@ async fn exchange(url: &str, request: reqwest::RequestBuilder) -> Result<Respons
     let response = Response { status, headers, body };
     log_wire(url, &response);
     Ok(response)
+}
+
+/// A proxy given as `[scheme://][user:password@]host:port` (the scheme defaults to
+/// `http`), for reqwest: requests to `http://` URLs go to it in absolute form, requests
+/// to `https://` URLs through a CONNECT tunnel, with basic `Proxy-Authorization` when
+/// it has a user (NET-02).
+fn reqwest_proxy(proxy: &str) -> Result<reqwest::Proxy, TransportError> {
+    let with_scheme = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
+    let invalid = |reason: String| TransportError::config(format!("Invalid proxy {}: {reason}", redact_url(proxy)));
+    let url = url::Url::parse(&with_scheme).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("expected [http://][user:password@]host:port".into()));
+    }
+    reqwest::Proxy::all(url).map_err(|e| invalid(e.to_string()))
 }
 
 /// A whole response body (API answers, error pages) is never kept beyond this.

@@ -6,7 +6,6 @@
 //! or for IP addresses exact addresses and CIDR blocks. The instance metadata service is
 //! never proxied; its client does not come here at all.
 
-use crate::http::{TransportError, redact_url};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Proxies given on the command line, `[scheme://][user:password@]host:port`.
@@ -73,20 +72,6 @@ pub fn bypasses(no_proxy: &str, host: &str, port: Option<u16>) -> bool {
         }
     }
     false
-}
-
-/// A proxy given as `[scheme://][user:password@]host:port` (the scheme defaults to
-/// `http`), for reqwest: requests to `http://` URLs go to it in absolute form, requests
-/// to `https://` URLs through a CONNECT tunnel, with basic `Proxy-Authorization` when
-/// it has a user (NET-02).
-pub fn to_reqwest(proxy: &str) -> Result<reqwest::Proxy, TransportError> {
-    let with_scheme = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
-    let invalid = |reason: String| TransportError::config(format!("Invalid proxy {}: {reason}", redact_url(proxy)));
-    let url = url::Url::parse(&with_scheme).map_err(|e| invalid(e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
-        return Err(invalid("expected [http://][user:password@]host:port".into()));
-    }
-    reqwest::Proxy::all(url).map_err(|e| invalid(e.to_string()))
 }
 
 fn in_cidr(ip: Ipv4Addr, entry: &str) -> bool {
