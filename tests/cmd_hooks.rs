@@ -8,8 +8,6 @@
 mod common;
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 
 /// The session token sent with the test keys (the emulator checks tokens only for the
 /// keys it issued itself, so any value passes; the journal shows it was sent).
@@ -42,6 +40,17 @@ const RESULT_IDS: [&str; 8] = ["-d", "disp-1", "-c", "deploy", "-i", "inv-1", "-
 
 fn result_keys() -> [&'static str; 6] {
     ["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--token", TOKEN]
+}
+
+/// cfn-send-cmd-result with its SQS endpoint moved to the emulator by the AWS SDKs'
+/// standard variable: requests go to the endpoint, the queue URL is a parameter.
+fn send_result(sandbox: &Sandbox, emulator: &Emulator) -> TestCommand {
+    sandbox.cmd("cfn-send-cmd-result").env("AWS_ENDPOINT_URL_SQS", &emulator.url)
+}
+
+/// The SendMessage requests the emulator received for a queue (by its path).
+fn sends_to(emulator: &Emulator, queue: &str) -> Vec<Value> {
+    journal(emulator, "action=SendMessage").into_iter().filter(|r| r["queue"] == queue).collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -208,8 +217,7 @@ fn a_result_reaches_the_queue_as_the_reference_wrote_it() {
     let queue = create_queue(&emulator, "us-east-1");
     let queue_url = format!("{}{queue}", emulator.url);
     let sandbox = Sandbox::new();
-    sandbox
-        .cmd("cfn-send-cmd-result")
+    send_result(&sandbox, &emulator)
         .args(RESULT_IDS)
         .args(["-q", &queue_url])
         .args(result_keys())
@@ -220,15 +228,15 @@ fn a_result_reaches_the_queue_as_the_reference_wrote_it() {
         .stderr_is("");
     assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "all good  here", "")]);
 
-    let sends: Vec<Value> =
-        journal(&emulator, "action=SendMessage").into_iter().filter(|r| r["path"] == queue.as_str()).collect();
+    // The SDK's SQS protocol (AWS JSON 1.0): the queue URL is a parameter of a POST to
+    // the endpoint, signed with the keys and their session token.
+    let sends = sends_to(&emulator, &queue);
     assert_eq!(sends.len(), 1, "{sends:#?}");
     let send = &sends[0];
-    assert_eq!(send["method"], "POST");
-    assert_eq!(send["form"]["Version"], "2012-11-05");
-    assert_eq!(send["query"], json!({}));
-    assert_eq!(send["content_type"], "application/x-www-form-urlencoded");
-    assert_eq!(send["accept"], "application/xml");
+    assert_eq!((&send["method"], &send["path"]), (&json!("POST"), &json!("/")));
+    assert_eq!(send["target"], "AmazonSQS.SendMessage");
+    assert_eq!(send["json"]["QueueUrl"], queue_url);
+    assert_eq!(send["content_type"], "application/x-amz-json-1.0");
     assert_eq!((&send["auth_scheme"], &send["security_token"]), (&json!("AWS4-HMAC-SHA256"), &json!(true)));
     assert_eq!(send["status"], 200);
     // SEC-02: the secret key and the token appear in no log.
@@ -245,8 +253,7 @@ fn the_exit_code_decides_before_the_success_flag() {
     let queue_url = format!("{}{queue}", emulator.url);
     let sandbox = Sandbox::new();
     for flags in [&["-e", "3", "-s", "true"][..], &["-s", "false"][..], &["-e", "0", "-s", "false"][..]] {
-        sandbox
-            .cmd("cfn-send-cmd-result")
+        send_result(&sandbox, &emulator)
             .args(RESULT_IDS)
             .args(["-q", &queue_url])
             .args(result_keys())
@@ -272,8 +279,7 @@ fn a_hook_action_needs_no_options() {
     let emulator = Emulator::shared();
     let queue = create_queue(&emulator, "us-east-1");
     let sandbox = Sandbox::new();
-    sandbox
-        .cmd("cfn-send-cmd-result")
+    send_result(&sandbox, &emulator)
         .env("DISPATCHER_ID", "disp-1")
         .env("CMD_NAME", "deploy")
         .env("INVOCATION_ID", "inv-1")
@@ -320,126 +326,89 @@ fn send_failures_are_reported_and_server_errors_retried() {
     let emulator = Emulator::shared();
     let sandbox = Sandbox::new();
     let send = |queue_url: &str| {
-        sandbox.cmd("cfn-send-cmd-result").args(RESULT_IDS).args(["-q", queue_url]).args(result_keys()).arg("x").run()
+        send_result(&sandbox, &emulator).args(RESULT_IDS).args(["-q", queue_url]).args(result_keys()).arg("x").run()
     };
-    // A queue that does not exist: a Sender fault, final at once.
+    // A queue that does not exist: a Sender fault, final at once. The code is the one SQS
+    // has always answered with (`x-amzn-query-error` carries it in the JSON protocol).
     let gone = format!("/123456789012/{}", unique("gone"));
     send(&format!("{}{gone}", emulator.url)).code(1).stdout_is("").stderr_is(
         "Error: Could not send command result: AWS.SimpleQueueService.NonExistentQueue: \
-         The specified queue does not exist for this wsdl version.\n",
+         The specified queue does not exist.\n",
     );
-    assert_eq!(journal(&emulator, "action=SendMessage").iter().filter(|r| r["path"] == gone.as_str()).count(), 1);
+    assert_eq!(sends_to(&emulator, &gone).len(), 1);
 
     // A server error is retried.
     let queue = create_queue(&emulator, "us-east-1");
     emulator.post_json(
         "/_emu/faults",
-        &json!([{"path": queue, "method": "POST", "status": 500,
-                 "body": "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalError</Code><Message>boom</Message></Error></ErrorResponse>"}]),
+        &json!([{"path": queue, "method": "POST", "status": 500, "content_type": "application/x-amz-json-1.0",
+                 "body": r#"{"__type": "InternalError", "message": "boom"}"#}]),
     );
     send(&format!("{}{queue}", emulator.url)).code(0).stderr_is("");
-    let statuses: Vec<Value> = journal(&emulator, "action=SendMessage")
-        .iter()
-        .filter(|r| r["path"] == queue.as_str())
-        .map(|r| r["status"].clone())
-        .collect();
+    let statuses: Vec<Value> = sends_to(&emulator, &queue).iter().map(|r| r["status"].clone()).collect();
     assert_eq!(statuses, [json!(500), json!(200)]);
     assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "x", "")]);
     assert!(sandbox.log("cfn-init.log").contains("SendMessage failed (attempt 1): InternalError: boom"));
-}
 
-/// An HTTP CONNECT proxy that tunnels every connection to `upstream`, whatever host it
-/// is asked for: a queue URL on a real SQS host name then reaches the emulator with the
-/// Host header (and so the signature) it was sent with. Records the CONNECT targets.
-fn tunnel_to(upstream: &str) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let upstream = upstream.trim_start_matches("http://").to_string();
-    let targets = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = targets.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let (upstream, seen) = (upstream.clone(), seen.clone());
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(client.try_clone().unwrap());
-                let mut request_line = String::new();
-                reader.read_line(&mut request_line).unwrap();
-                let mut headers = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    headers.push(line);
-                }
-                seen.lock().unwrap().push(request_line.trim().to_string());
-                let mut server = TcpStream::connect(&upstream).unwrap();
-                let mut client = client;
-                let mut words = request_line.split_whitespace();
-                let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                if method == "CONNECT" {
-                    client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
-                } else {
-                    // An absolute-form request: forward it in origin form, keeping its Host.
-                    let rest = target.split_once("://").map_or(target, |(_, r)| r);
-                    let host = rest.split('/').next().unwrap_or("");
-                    let path = &rest[host.len()..];
-                    let path = if path.is_empty() { "/" } else { path };
-                    let head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-                    server.write_all(head.as_bytes()).unwrap();
-                    for header in &headers {
-                        let lower = header.to_ascii_lowercase();
-                        if !lower.starts_with("host:")
-                            && !lower.starts_with("connection:")
-                            && !lower.starts_with("proxy-")
-                        {
-                            server.write_all(header.as_bytes()).unwrap();
-                        }
-                    }
-                    server.write_all(b"\r\n").unwrap();
-                }
-                let (mut server_read, mut server_write) = (server.try_clone().unwrap(), server);
-                let mut client_write = client.try_clone().unwrap();
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut server_read, &mut client_write);
-                    let _ = client_write.shutdown(std::net::Shutdown::Both);
-                });
-                let _ = std::io::copy(&mut reader, &mut server_write);
-            });
-        }
-    });
-    (url, targets)
+    // An answer that is not SQS's is an `Unknown` error, retried like a server error.
+    let queue = create_queue(&emulator, "us-east-1");
+    emulator.post_json("/_emu/faults", &json!([{"path": queue, "status": 502, "body": "<html>Bad Gateway</html>"}]));
+    send(&format!("{}{queue}", emulator.url)).code(0).stderr_is("");
+    let log = sandbox.log("cfn-init.log");
+    assert!(log.contains("SendMessage failed (attempt 1): Unknown: HTTP 502 <html>Bad Gateway</html>"), "{log}");
 }
 
 #[test]
-fn results_are_signed_for_the_queue_region() {
+fn results_are_signed_for_the_queue_region_and_sent_to_its_endpoint() {
     // BUG-SQSREGION fixed: the reference signed for us-east-1 whatever the queue's
     // region. The emulator files a message under the region of its signature, so the
     // message is found in eu-west-1 only if it was signed for eu-west-1.
     let emulator = Emulator::shared();
     let queue = create_queue(&emulator, "eu-west-1");
-    let (proxy, targets) = tunnel_to(&emulator.url);
+    let queue_url = format!("https://sqs.eu-west-1.amazonaws.com{queue}");
     let sandbox = Sandbox::new();
-    sandbox
-        .cmd("cfn-send-cmd-result")
+    send_result(&sandbox, &emulator)
         .args(RESULT_IDS)
-        .args(["-q", &format!("http://sqs.eu-west-1.amazonaws.com{queue}")])
+        .args(["-q", &queue_url])
         .args(result_keys())
-        .args(["--http-proxy", &proxy])
         .arg("far away")
         .run()
         .code(0)
         .stdout_is("")
         .stderr_is("");
     assert_eq!(received(&emulator, "eu-west-1", &queue), [result_body("SUCCESS", "far away", "")]);
-    // Plain http through a proxy goes in absolute form (NET-02).
-    let targets = targets.lock().unwrap().clone();
-    assert_eq!(targets.len(), 1);
-    assert!(targets[0].starts_with(&format!("POST http://sqs.eu-west-1.amazonaws.com{queue}")), "{targets:?}");
-    let sends: Vec<Value> =
-        journal(&emulator, "action=SendMessage").into_iter().filter(|r| r["path"] == queue.as_str()).collect();
+    let sends = sends_to(&emulator, &queue);
     assert_eq!(sends.len(), 1);
-    assert_eq!(sends[0]["host"], "sqs.eu-west-1.amazonaws.com", "the queue URL is used as given (EP-06)");
+    assert_eq!(sends[0]["json"]["QueueUrl"], queue_url, "the queue URL is passed as given (EP-06)");
+    assert_eq!(sends[0]["host"], emulator.url.trim_start_matches("http://"));
+}
+
+/// A queue URL naming another host never receives the request (a command message may
+/// name any URL as its result queue): the result goes to the endpoint, and the log says
+/// where it went.
+#[test]
+fn a_queue_url_on_another_host_gets_no_request() {
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "us-east-1");
+    // Records every request it gets; it must get none.
+    let elsewhere = RecordingProxy::start();
+    let queue_url = format!("{}{queue}", elsewhere.url);
+    let sandbox = Sandbox::new();
+    send_result(&sandbox, &emulator)
+        .args(RESULT_IDS)
+        .args(["-q", &queue_url])
+        .args(result_keys())
+        .arg("kept home")
+        .run()
+        .code(0)
+        .stdout_is("")
+        .stderr_is("");
+    assert!(elsewhere.requests().is_empty(), "the queue URL's host got {:?}", elsewhere.requests());
+    // The queue is named by its path; the endpoint answers for its own queues.
+    assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "kept home", "")]);
+    let log = sandbox.log("cfn-init.log");
+    let line = format!("Queue {queue_url} is not on {}: sending to {}", emulator.url, emulator.url);
+    assert!(log.contains(&line), "{line}\n{log}");
 }
 
 // ---------------------------------------------------------------------------
@@ -590,4 +559,45 @@ fn put_failures_are_reported_and_server_errors_retried() {
         .collect();
     assert_eq!(statuses, [json!(502), json!(200)]);
     assert_eq!(events_at(&emulator, &flaky).len(), 1);
+}
+
+/// The reference sends SQS's query protocol (ReceiveMessage and DeleteMessage as signed
+/// GETs on the queue URL, XML answers): the emulator keeps answering it, so reference
+/// runs against it stay comparable.
+#[test]
+fn the_emulator_still_answers_the_references_query_protocol_gets() {
+    use cfn_aws::sigv4;
+    let emulator = Emulator::shared();
+    let queue = create_queue(&emulator, "us-east-1");
+    sqs_post(&emulator, "us-east-1", &queue, &[("Action", "SendMessage"), ("MessageBody", "hello")]);
+    let get = |params: &[(&str, &str)]| {
+        let host = emulator.url.trim_start_matches("http://").to_string();
+        let query: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let request =
+            sigv4::Request { method: "GET", host: &host, path: &queue, query: &query, headers: &[], payload: b"" };
+        let credentials = cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+        let scope = sigv4::Scope { region: "us-east-1", service: "sqs" };
+        let mut headers = sigv4::sign(&request, &credentials, &scope, chrono::Utc::now());
+        headers.push(("Host", host.clone()));
+        let url = format!("{}{queue}?{}", emulator.url, sigv4::canonical_query(&query));
+        let http = cfn_aws::http::HttpClient::new(cfn_aws::ProxyOptions::default(), "tests");
+        let response = http.send("GET", &url, &headers, None).unwrap();
+        assert!(response.is_success(), "{params:?}: {} {}", response.status, response.text());
+        response.text()
+    };
+    let answer = get(&[
+        ("Action", "ReceiveMessage"),
+        ("Version", "2012-11-05"),
+        ("MaxNumberOfMessages", "1"),
+        ("AttributeName.1", "All"),
+        ("WaitTimeSeconds", "0"),
+    ]);
+    assert_eq!(xml_texts(&answer, "Body"), ["hello"], "{answer}");
+    let handle = xml_texts(&answer, "ReceiptHandle").pop().unwrap();
+    get(&[("Action", "DeleteMessage"), ("Version", "2012-11-05"), ("ReceiptHandle", &handle)]);
+    // Deleted, not merely in flight.
+    let attributes =
+        sqs_post(&emulator, "us-east-1", &queue, &[("Action", "GetQueueAttributes"), ("AttributeName.1", "All")]);
+    let at = attributes.find("<Name>ApproximateNumberOfMessagesNotVisible</Name>").unwrap();
+    assert_eq!(xml_texts(&attributes[at..], "Value")[0], "0", "{attributes}");
 }

@@ -67,8 +67,10 @@ impl Commands {
         commands
     }
 
+    /// cfn-hup with its SQS endpoint moved to the emulator by the AWS SDKs' standard
+    /// variable (SQS requests go to the region's endpoint, not to the queue URL's host).
     fn cmd(&self) -> TestCommand {
-        self.sandbox.cmd("cfn-hup").arg("-c").arg(&self.dir).arg("-v")
+        self.sandbox.cmd("cfn-hup").arg("-c").arg(&self.dir).arg("-v").env("AWS_ENDPOINT_URL_SQS", &self.emulator.url)
     }
 
     /// One `--no-daemon` run (one receive round).
@@ -186,7 +188,8 @@ fn a_command_runs_with_its_environment_and_the_result_reaches_the_result_queue()
     assert_eq!(setup.commands_run()["by_id"], json!({"disp-1|deploy|inv-1": true}));
 
     // The wire: RegisterListener and GetListenerCredentials with ListenerId and without
-    // Version (API-03, API-04); ReceiveMessage as a signed GET with a session token.
+    // Version (API-03, API-04); ReceiveMessage through the SDK (AWS JSON 1.0, a POST to
+    // the endpoint with the queue URL as a parameter), signed with a session token.
     let journal = setup.emulator.get_json("/_emu/requests");
     let entries = journal.as_array().unwrap();
     let register = entries
@@ -204,11 +207,15 @@ fn a_command_runs_with_its_environment_and_the_result_reaches_the_result_queue()
         && r["query"].get("Version").is_none()));
     let receive = entries
         .iter()
-        .find(|r| r["action"] == "ReceiveMessage" && r["path"] == setup.queue.as_str())
+        .rev()
+        .find(|r| r["action"] == "ReceiveMessage" && r["queue"] == setup.queue.as_str())
         .unwrap_or_else(|| panic!("no ReceiveMessage on {}", setup.queue));
-    assert_eq!((&receive["method"], &receive["security_token"]), (&json!("GET"), &json!(true)), "{receive}");
-    assert_eq!(receive["query"]["MaxNumberOfMessages"], "1");
-    assert_eq!(receive["query"]["AttributeName.1"], "All");
+    assert_eq!((&receive["method"], &receive["security_token"]), (&json!("POST"), &json!(true)), "{receive}");
+    assert_eq!(receive["auth_scheme"], "AWS4-HMAC-SHA256");
+    assert_eq!(receive["json"]["QueueUrl"], format!("{}{}", setup.emulator.url, setup.queue));
+    assert_eq!(receive["json"]["MaxNumberOfMessages"], 1);
+    assert_eq!(receive["json"]["MessageSystemAttributeNames"], json!(["All"]));
+    assert_eq!(receive["json"]["WaitTimeSeconds"], 1, "the last round's long poll");
 
     // WEAK-secrets fixed: the environment is logged, the listener secrets are not.
     let log = setup.log();
@@ -219,6 +226,65 @@ fn a_command_runs_with_its_environment_and_the_result_reaches_the_result_queue()
     assert!(!wire.contains(secret) && !wire.contains(token), "the wire log holds a listener secret:\n{wire}");
     let shown_env = log.lines().find(|l| l.contains("Action environment: {")).unwrap();
     assert!(shown_env.contains("X-Amz-Signature=REDACTED") && !shown_env.contains("=abc"), "{shown_env}");
+}
+
+/// A command message may name any URL as its result queue (issue #13, item 15): the
+/// result goes to the SQS endpoint of the listener's region (here the emulator, through
+/// `AWS_ENDPOINT_URL_SQS`) with that URL as a parameter, and the host the URL names gets
+/// no request, so never the listener's credentials. The log says where the result went.
+#[test]
+fn a_result_queue_on_another_host_gets_no_request() {
+    let setup = Commands::new(&hook("h", "deploy", "echo done", ""));
+    let elsewhere = RecordingProxy::start();
+    let result_queue = format!("{}{}", elsewhere.url, setup.results);
+    setup.send(&setup.command("deploy", "inv-far", json!({"ResultQueue": result_queue})));
+    let run = setup.once();
+    assert!(elsewhere.requests().is_empty(), "the result queue's host got {:?}\n{run}", elsewhere.requests());
+    let results = setup.results();
+    assert_eq!(results.len(), 1, "{results:?}\n{run}");
+    assert_eq!((&results[0]["InvocationId"], &results[0]["Status"]), (&json!("inv-far"), &json!("SUCCESS")));
+    let log = setup.log();
+    let line = format!("Queue {result_queue} is not on {}: sending to {}", setup.emulator.url, setup.emulator.url);
+    assert!(log.contains(&line), "{line}\n{log}");
+    assert!(log.contains(&format!("Sent the result of disp-1|deploy|inv-far to {result_queue}")), "{log}");
+    assert_eq!(setup.queue_counts(), (0, 0));
+}
+
+/// Without `AWS_ENDPOINT_URL_SQS` the listener calls the SQS endpoint of its region over
+/// https, whatever host its queue URL names (here the emulator's): a recording proxy sees
+/// the CONNECT to `sqs.us-east-1.amazonaws.com:443` (and refuses it, so nothing leaves
+/// the machine), and the queue's host gets no SQS request.
+#[test]
+fn without_the_override_the_listener_calls_its_regions_endpoint() {
+    let setup = Commands::new("");
+    let proxy = RecordingProxy::start();
+    let since =
+        setup.emulator.get_json("/_emu/requests").as_array().unwrap().last().map_or(0, |r| r["seq"].as_u64().unwrap());
+    let run = setup
+        .sandbox
+        .cmd("cfn-hup")
+        .arg("-c")
+        .arg(&setup.dir)
+        .arg("-v")
+        .arg("--no-daemon")
+        .env(WAIT_VAR, "1")
+        .env("HTTPS_PROXY", &proxy.url)
+        .run();
+    run.code(0);
+    assert_eq!(proxy.targets(), ["sqs.us-east-1.amazonaws.com:443"], "{run}");
+    let sqs_calls: Vec<Value> = setup
+        .emulator
+        .get_json(&format!("/_emu/requests?since={since}"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["target"].as_str().is_some_and(|t| t.starts_with("AmazonSQS.")) || r["queue"] == setup.queue.as_str()
+        })
+        .cloned()
+        .collect();
+    assert!(sqs_calls.is_empty(), "{sqs_calls:#?}");
+    assert!(setup.log().contains("Could not receive commands from"), "{}", setup.log());
 }
 
 #[test]

@@ -63,10 +63,15 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     validation accepts (with their session token), so the listener can sign its SQS calls
     with them. Both take the instance id as ListenerId for CFN_V1 callers; an unknown stack
     is the ValidationError "Stack with id X does not exist". Listeners: GET /_emu/listeners.
-  * SQS is stock moto (query protocol, XML answers, namespace 2012-11-05), routed by the SigV4
-    scope "sqs"; moto reads query-protocol parameters only from a POST form, so a GET with the
-    parameters in the query string (ReceiveMessage/DeleteMessage as cfn-hup sends them) is
-    handed to moto as the equivalent POST after its signature has been checked.
+  * SQS is stock moto, routed by the SigV4 scope "sqs", in both protocols: the AWS JSON 1.0
+    protocol of the AWS SDKs (POST /, `X-Amz-Target: AmazonSQS.<Action>`, the queue as
+    `QueueUrl` in the JSON body, errors with `x-amzn-query-error`) and the query protocol
+    (XML answers, namespace 2012-11-05). moto reads query-protocol parameters only from a
+    POST form, so a GET with the parameters in the query string (ReceiveMessage/DeleteMessage
+    as the reference sends them) is handed to moto as the equivalent POST after its
+    signature has been checked. JSON-protocol requests are journaled with their action (from
+    the target header), "json" (the body) and "queue" (the path of QueueUrl); path fault
+    rules match them by that queue path.
   * Command event handles: PUT /_events/<anything> is recorded (path, query, Content-Type,
     User-Agent, body; GET /_emu/events) and answered 200 - the target of cfn-send-cmd-event.
     It is journaled (kind "event") and path fault rules apply to it.
@@ -99,7 +104,7 @@ import sys
 import threading
 import time
 import uuid
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlparse
 from xml.sax.saxutils import escape
 
 from werkzeug.serving import make_server, run_simple
@@ -994,11 +999,31 @@ def journal(entry):
     return entry
 
 
-def journal_http(environ, listener, kind, query, form):
+def sqs_json_request(environ, body):
+    """The JSON document of an SQS request in the AWS JSON 1.0 protocol (what the AWS SDKs
+    send: POST /, `X-Amz-Target: AmazonSQS.<Action>`), or None for any other request."""
+    if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("AmazonSQS."):
+        return None
+    try:
+        doc = json.loads(body or b"{}")
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def journal_http(environ, listener, kind, query, form, sqs_json=None):
     auth = environ.get("HTTP_AUTHORIZATION", "").split()
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    action = {**query, **form}.get("Action")
+    queue = None
+    if sqs_json is not None:
+        # JSON-protocol SQS: the action is in the target header, the queue in the body.
+        action = target.split(".", 1)[1]
+        queue = urlparse(str(sqs_json.get("QueueUrl", ""))).path or None
     return journal({
         "listener": listener, "kind": kind, "method": environ.get("REQUEST_METHOD", "GET"),
-        "path": environ.get("PATH_INFO", "/"), "action": {**query, **form}.get("Action"),
+        "path": environ.get("PATH_INFO", "/"), "action": action, "target": target, "json": sqs_json,
+        "queue": queue,
         "query": query, "form": form, "auth_scheme": auth[0] if auth else None,
         "user_agent": environ.get("HTTP_USER_AGENT"), "accept": environ.get("HTTP_ACCEPT"),
         "content_type": environ.get("CONTENT_TYPE") or None, "host": environ.get("HTTP_HOST"),
@@ -1201,9 +1226,11 @@ class CfnEmulator:
         if not path.startswith("/moto-api"):
             kind = ("cloudformation" if is_cfn else "waitcondition" if path.startswith("/_waitcondition/")
                     else "event" if path.startswith("/_events/") else "other")
-            entry = journal_http(environ, "main", kind, query, form)
+            sqs_json = sqs_json_request(environ, body)
+            entry = journal_http(environ, "main", kind, query, form, sqs_json)
             start_response = tracked(entry, start_response)
-            rule = take_fault(entry, method, path=path)
+            # Path rules meant for a queue match a JSON-protocol request by its QueueUrl.
+            rule = take_fault(entry, method, path=entry["queue"] or path)
             if rule:
                 time.sleep(rule["delay"])
                 if not rule["passthrough"]:

@@ -31,6 +31,11 @@ pub fn cloudformation_url(region: &str, url: Option<&str>) -> String {
     if base.ends_with('/') { base } else { format!("{base}/") }
 }
 
+/// The SQS endpoint of a region in its partition (EP-06).
+pub fn sqs_url(region: &str) -> String {
+    format!("https://sqs.{region}.{}", dns_suffix(region))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,7 +152,7 @@ impl Endpoints {
     pub fn sqs_url(&self, region: &str) -> String {
         match self.sqs.iter().find(|e| e.region == region) {
             Some(e) => format!("https://{}", e.hostname),
-            None => format!("https://sqs.{region}.{}", dns_suffix(region)),
+            None => sqs_url(region),
         }
     }
 }

@@ -1,15 +1,20 @@
-//! AWS Signature Version 4 for header-signed requests (CRED-04).
+//! AWS Signature Version 4 for header-signed requests (CRED-04), computed by the
+//! `aws-sigv4` crate (the AWS SDK's own signer).
 //!
 //! The reference signs CloudFormation calls as GET requests with the parameters in the
 //! query string and `Accept`, `Host` and `X-Amz-Date` in the signed headers; this module
-//! does exactly that, and is general enough for the S3 and SQS requests other tools make.
+//! does exactly that, and is general enough for the S3 requests of downloads. It describes
+//! a request the way its callers build it (host, encoded path, unencoded query pairs) and
+//! returns the headers to add, so callers that send requests without the SDK (the
+//! CloudFormation actions the public model lacks, S3 downloads) share one signer with it.
 
 use crate::credentials::Credentials;
+use aws_sigv4::http_request::{
+    PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode,
+};
+use aws_sigv4::sign::v4;
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
-
-type HmacSha256 = Hmac<Sha256>;
+use std::time::SystemTime;
 
 /// What gets signed: everything the server will see that SigV4 covers.
 pub struct Request<'a> {
@@ -25,6 +30,15 @@ pub struct Request<'a> {
     pub payload: &'a [u8],
 }
 
+/// Why a request could not be signed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    #[error("{0}")]
+    Params(#[from] v4::signing_params::BuildError),
+    #[error("{0}")]
+    Request(#[from] aws_sigv4::http_request::SigningError),
+}
+
 /// Where and for whom the signature is valid.
 pub struct Scope<'a> {
     pub region: &'a str,
@@ -33,59 +47,76 @@ pub struct Scope<'a> {
 
 /// Headers to add to the request: `X-Amz-Date`, `X-Amz-Security-Token` (with a session
 /// token), `X-Amz-Content-Sha256` (for S3) and `Authorization`.
+///
+/// A request the signer cannot describe (a header value with control characters, say a
+/// corrupt session token) gets no `Authorization`: the error is logged and the service
+/// refuses the request with its own message, as it would any unsigned one. Callers that
+/// can report the error themselves use [`try_sign`].
 pub fn sign(
     request: &Request<'_>,
     credentials: &Credentials,
     scope: &Scope<'_>,
     now: DateTime<Utc>,
 ) -> Vec<(&'static str, String)> {
-    let amz_date = now.format("%Y%m%dT%H%M%SZ").to_string();
-    let date = &amz_date[..8];
-    let payload_hash = hex(&Sha256::digest(request.payload));
-
-    let mut added: Vec<(&'static str, String)> = vec![("X-Amz-Date", amz_date.clone())];
-    if let Some(token) = &credentials.session_token {
-        added.push(("X-Amz-Security-Token", token.clone()));
+    match try_sign(request, credentials, scope, now) {
+        Ok(headers) => headers,
+        Err(e) => {
+            tracing::error!("Could not sign the {} request to {}: {e}", scope.service, request.host);
+            vec![("X-Amz-Date", now.format("%Y%m%dT%H%M%SZ").to_string())]
+        }
     }
+}
+
+/// [`sign`], with the signer's error when the request cannot be signed.
+pub fn try_sign(
+    request: &Request<'_>,
+    credentials: &Credentials,
+    scope: &Scope<'_>,
+    now: DateTime<Utc>,
+) -> Result<Vec<(&'static str, String)>, SignError> {
+    let identity = aws_credential_types::Credentials::new(
+        &credentials.access_key,
+        &credentials.secret_key,
+        credentials.session_token.clone(),
+        None,
+        "cfn-bootstrap",
+    )
+    .into();
+    let mut settings = SigningSettings::default();
     if scope.service == "s3" {
-        added.push(("X-Amz-Content-Sha256", payload_hash.clone()));
+        // S3 signs the path as sent, unnormalised, and wants the payload hash as a header.
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
     }
-
-    let mut signed: Vec<(String, String)> = request
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(scope.region)
+        .name(scope.service)
+        .time(SystemTime::from(now))
+        .settings(settings)
+        .build()?
+        .into();
+    let path = if request.path.is_empty() { "/" } else { request.path };
+    let query = canonical_query(request.query);
+    let uri = if query.is_empty() { path.to_string() } else { format!("{path}?{query}") };
+    let headers = request
         .headers
         .iter()
-        .map(|(name, value)| (name.to_ascii_lowercase(), canonical_header_value(value)))
-        .chain(std::iter::once(("host".to_string(), request.host.to_string())))
-        .chain(added.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())))
-        .collect();
-    signed.sort();
-    let signed_names = signed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(";");
-    let canonical_headers: String = signed.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
-
-    let canonical_request = format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
-        request.method,
-        canonical_path(request.path, scope.service != "s3"),
-        canonical_query(request.query),
-        canonical_headers,
-        signed_names,
-        payload_hash
-    );
-    let credential_scope = format!("{date}/{}/{}/aws4_request", scope.region, scope.service);
-    let string_to_sign = format!(
-        "AWS4-HMAC-SHA256\n{amz_date}\n{credential_scope}\n{}",
-        hex(&Sha256::digest(canonical_request.as_bytes()))
-    );
-    let key = signing_key(&credentials.secret_key, date, scope.region, scope.service);
-    let signature = hex(&hmac(&key, string_to_sign.as_bytes()));
-    added.push((
-        "Authorization",
-        format!(
-            "AWS4-HMAC-SHA256 Credential={}/{credential_scope}, SignedHeaders={signed_names}, Signature={signature}",
-            credentials.access_key
-        ),
-    ));
-    added
+        .map(|(name, value)| (*name, value.as_str()))
+        .chain(std::iter::once(("host", request.host)));
+    let signable = SignableRequest::new(request.method, uri, headers, SignableBody::Bytes(request.payload))?;
+    let (instructions, _signature) = aws_sigv4::http_request::sign(signable, &params)?.into_parts();
+    let signed: Vec<(&str, &str)> = instructions.headers().collect();
+    let value = |name: &str| signed.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.to_string());
+    // The order and spelling callers and their logs have always seen.
+    let mut added = Vec::with_capacity(4);
+    for name in ["X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256", "Authorization"] {
+        if let Some(v) = value(name) {
+            added.push((name, v));
+        }
+    }
+    Ok(added)
 }
 
 /// Percent-encodes everything but the RFC 3986 unreserved characters, as SigV4 and
@@ -109,33 +140,6 @@ pub fn canonical_query(query: &[(String, String)]) -> String {
     pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")
 }
 
-fn canonical_path(path: &str, encode_twice: bool) -> String {
-    if path.is_empty() {
-        return "/".to_string();
-    }
-    if !encode_twice {
-        return path.to_string();
-    }
-    path.split('/').map(encode).collect::<Vec<_>>().join("/")
-}
-
-fn canonical_header_value(value: &str) -> String {
-    value.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> Vec<u8> {
-    let k_date = hmac(format!("AWS4{secret}").as_bytes(), date.as_bytes());
-    let k_region = hmac(&k_date, region.as_bytes());
-    let k_service = hmac(&k_region, service.as_bytes());
-    hmac(&k_service, b"aws4_request")
-}
-
-pub(crate) fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC accepts keys of any length");
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
-}
-
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -149,10 +153,20 @@ mod tests {
         Credentials::new("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", None)
     }
 
+    fn authorization(added: &[(&str, String)]) -> String {
+        added.iter().find(|(n, _)| *n == "Authorization").unwrap().1.clone()
+    }
+
     #[test]
     fn signing_key_matches_aws_documentation() {
-        let key = signing_key("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830", "us-east-1", "iam");
-        assert_eq!(hex(&key), "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
+        let day = Utc.with_ymd_and_hms(2015, 8, 30, 12, 36, 0).unwrap();
+        let key = v4::generate_signing_key(
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            SystemTime::from(day),
+            "us-east-1",
+            "iam",
+        );
+        assert_eq!(hex(key.as_ref()), "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
     }
 
     #[test]
@@ -171,14 +185,42 @@ mod tests {
         };
         let now = Utc.with_ymd_and_hms(2015, 8, 30, 12, 36, 0).unwrap();
         let added = sign(&request, &example_credentials(), &Scope { region: "us-east-1", service: "iam" }, now);
-        let auth = &added.iter().find(|(n, _)| *n == "Authorization").unwrap().1;
         assert_eq!(
-            auth,
+            authorization(&added),
             "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, \
              SignedHeaders=content-type;host;x-amz-date, \
              Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
         );
-        assert!(added.contains(&("X-Amz-Date", "20150830T123600Z".to_string())));
+        assert_eq!(added[0], ("X-Amz-Date", "20150830T123600Z".to_string()));
+        assert_eq!(added.len(), 2, "no token, no payload header outside S3: {added:?}");
+    }
+
+    #[test]
+    fn s3_signature_matches_aws_documentation_example() {
+        // The GET Object example of S3's "Signature Calculations for the Authorization
+        // Header": the path as sent, the payload hash as a signed header.
+        let credentials = Credentials::new("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", None);
+        let headers = [("Range", "bytes=0-9".to_string())];
+        let request = Request {
+            method: "GET",
+            host: "examplebucket.s3.amazonaws.com",
+            path: "/test.txt",
+            query: &[],
+            headers: &headers,
+            payload: b"",
+        };
+        let now = Utc.with_ymd_and_hms(2013, 5, 24, 0, 0, 0).unwrap();
+        let added = sign(&request, &credentials, &Scope { region: "us-east-1", service: "s3" }, now);
+        assert_eq!(
+            authorization(&added),
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, \
+             SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, \
+             Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+        );
+        assert!(added.contains(&(
+            "X-Amz-Content-Sha256",
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_string()
+        )));
     }
 
     #[test]
@@ -187,8 +229,18 @@ mod tests {
         let request = Request { method: "GET", host: "h", path: "/", query: &[], headers: &[], payload: b"" };
         let added = sign(&request, &creds, &Scope { region: "r", service: "cloudformation" }, Utc::now());
         assert!(added.contains(&("X-Amz-Security-Token", "TOKEN".to_string())));
-        let auth = &added.iter().find(|(n, _)| *n == "Authorization").unwrap().1;
+        let auth = authorization(&added);
         assert!(auth.contains("SignedHeaders=host;x-amz-date;x-amz-security-token,"), "{auth}");
+    }
+
+    #[test]
+    fn an_unsignable_request_is_an_error_not_a_panic() {
+        let creds = Credentials::new("AK", "SK", Some("bad\ntoken".into()));
+        let request = Request { method: "GET", host: "h", path: "/", query: &[], headers: &[], payload: b"" };
+        let scope = Scope { region: "r", service: "sqs" };
+        assert!(try_sign(&request, &creds, &scope, Utc::now()).is_err());
+        let added = sign(&request, &creds, &scope, Utc::now());
+        assert!(added.iter().all(|(n, _)| *n != "Authorization"), "{added:?}");
     }
 
     #[test]

@@ -1,28 +1,42 @@
-//! SQS over the query protocol, API version 2012-11-05 (API-06): the `SendMessage` that
+//! SQS through the AWS SDK (`aws-sdk-sqs`, API-06): the `SendMessage` that
 //! cfn-send-cmd-result and cfn-hup use to return a command's result (CMDT-02, HUP-CMD-03),
-//! POSTed form-encoded, and the `ReceiveMessage` (long poll) and `DeleteMessage` of
-//! cfn-hup's command listener (HUP-CMD-01), sent as GET with the parameters in the query
-//! string, as the reference does. Requests go to the queue URL as given (EP-06: no
-//! rewriting to legacy host names), signed with SigV4 for service `sqs` (CRED-04),
-//! answered in XML, and retried by the reference's rules for SQS errors (NET-03).
+//! and the `ReceiveMessage` (long poll) and `DeleteMessage` of cfn-hup's command listener
+//! (HUP-CMD-01), signed with SigV4 for service `sqs` (CRED-04) and retried by the
+//! reference's rules for SQS errors (NET-03).
+//!
+//! **Where requests go.** To the SQS endpoint of the signing region
+//! (`https://sqs.<region>.<partition suffix>`, EP-06), or to `$AWS_ENDPOINT_URL_SQS`,
+//! the AWS SDKs' standard override. A queue URL is only the `QueueUrl` parameter: it
+//! never chooses the host that receives a signed request, so a command message naming
+//! some other host as its result queue cannot make cfn-hup send the listener's
+//! credentials there (the service answers for a queue that is not its own).
 //!
 //! The signing region is the one set with [`Sqs::with_region`] (cfn-hup's `[main]
 //! region`), else it comes from the queue URL (`sqs.<region>.amazonaws.com`,
 //! `<region>.queue.amazonaws.com`, `queue.amazonaws.com` = us-east-1). The reference
 //! always signed for us-east-1 (BUG-SQSREGION), which fails for queues elsewhere; only
 //! a URL that names no region (a private endpoint, a test server) still gets us-east-1.
+//!
+//! The SDK client is built from explicit configuration only: our HTTP stack
+//! (`sdk_http`: proxies, the lazily loaded trust store, no redirects), static keys, no
+//! SDK retries (the reference's policy in `retry` decides), nothing read from profiles.
 
 use crate::credentials::Credentials;
+use crate::endpoint;
 use crate::http::{self, HttpClient, TransportError};
 use crate::retry::{self, Policy, Verdict};
-use crate::sigv4;
-use crate::xml;
-use chrono::Utc;
+use crate::runtime;
+use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::{BehaviorVersion, IdentityCache, Region, StalledStreamProtectionConfig};
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use std::sync::Arc;
 
-pub const API_VERSION: &str = "2012-11-05";
 /// The region signed for when the queue URL names none (the reference's only region).
 pub const FALLBACK_REGION: &str = "us-east-1";
+/// The AWS SDKs' standard variable that moves the SQS endpoint (tests, private endpoints).
+pub const ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_SQS";
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -71,6 +85,20 @@ fn is_region(label: &str) -> bool {
         && rest[..rest.len() - 1].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
 }
 
+/// The endpoint requests for `region` go to: `configured` (the value of
+/// `$AWS_ENDPOINT_URL_SQS`) when set, else the region's SQS endpoint in its partition.
+pub fn endpoint_url(region: &str, configured: Option<&str>) -> String {
+    match configured.map(str::trim).filter(|u| !u.is_empty()) {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => endpoint::sqs_url(region),
+    }
+}
+
+/// The host (and port) a URL names, for comparing a queue URL with the endpoint.
+fn netloc(url: &str) -> Option<String> {
+    http::split_url(url).ok().map(|p| p.netloc.to_ascii_lowercase())
+}
+
 /// A message taken from a queue by ReceiveMessage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -85,12 +113,15 @@ pub struct Sqs {
     http: Arc<HttpClient>,
     retry: Policy,
     region: Option<String>,
+    /// `$AWS_ENDPOINT_URL_SQS` when the client was made.
+    configured_endpoint: Option<String>,
 }
 
 impl Sqs {
     /// `http` may be shared (cfn-hup's listener makes a client per set of credentials).
     pub fn new(credentials: Credentials, http: impl Into<Arc<HttpClient>>) -> Self {
-        Sqs { credentials, http: http.into(), retry: Policy::SQS_SEND, region: None }
+        let configured_endpoint = std::env::var(ENDPOINT_VARIABLE).ok();
+        Sqs { credentials, http: http.into(), retry: Policy::SQS_SEND, region: None, configured_endpoint }
     }
 
     pub fn with_retry(mut self, retry: Policy) -> Self {
@@ -98,7 +129,8 @@ impl Sqs {
         self
     }
 
-    /// Signs for `region` whatever the queue URL says (cfn-hup signs for its `[main] region`).
+    /// Signs for (and calls the endpoint of) `region` whatever the queue URL says
+    /// (cfn-hup uses its `[main] region`).
     pub fn with_region(mut self, region: &str) -> Self {
         self.region = Some(region.to_string());
         self
@@ -108,125 +140,169 @@ impl Sqs {
     /// One attempt: the caller's next round is the retry.
     pub fn receive_message(&self, queue_url: &str, wait_seconds: u32) -> Result<Option<Message>, Error> {
         let action = "ReceiveMessage";
-        let query = vec![
-            ("Action".to_string(), action.to_string()),
-            ("Version".to_string(), API_VERSION.to_string()),
-            ("MaxNumberOfMessages".to_string(), "1".to_string()),
-            ("AttributeName.1".to_string(), "All".to_string()),
-            ("WaitTimeSeconds".to_string(), wait_seconds.to_string()),
-        ];
-        let answer = self.attempt("GET", action, queue_url, &query)?;
-        let Some(start) = answer.find("<Message>") else {
+        let target = self.target(queue_url);
+        let call = target
+            .client
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(1)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .wait_time_seconds(i32::try_from(wait_seconds).unwrap_or(i32::MAX));
+        let answer = runtime::block_on(call.send()).map_err(|e| target.error(action, e))?;
+        let Some(message) = answer.messages().first() else {
             return Ok(None);
         };
-        let message = &answer[start..];
-        let field = |name: &str| {
-            xml::element(message, name)
+        let field = |name: &str, value: Option<&str>| {
+            value
+                .map(str::to_string)
                 .ok_or_else(|| Error::Malformed { action: action.into(), reason: format!("the message has no {name}") })
         };
         Ok(Some(Message {
-            message_id: field("MessageId")?,
-            receipt_handle: field("ReceiptHandle")?,
-            body: field("Body")?,
+            message_id: field("MessageId", message.message_id())?,
+            receipt_handle: field("ReceiptHandle", message.receipt_handle())?,
+            body: field("Body", message.body())?,
         }))
     }
 
     /// DeleteMessage: removes a received message for good.
     pub fn delete_message(&self, queue_url: &str, receipt_handle: &str) -> Result<(), Error> {
         let action = "DeleteMessage";
-        let query = vec![
-            ("Action".to_string(), action.to_string()),
-            ("Version".to_string(), API_VERSION.to_string()),
-            ("ReceiptHandle".to_string(), receipt_handle.to_string()),
-        ];
-        retry::run(&self.retry, action, || self.attempt("GET", action, queue_url, &query), Error::verdict).map(drop)
+        let target = self.target(queue_url);
+        let attempt = || {
+            let call = target.client.delete_message().queue_url(queue_url).receipt_handle(receipt_handle);
+            runtime::block_on(call.send()).map(drop).map_err(|e| target.error(action, e))
+        };
+        retry::run(&self.retry, action, attempt, Error::verdict)
     }
 
     /// SendMessage: puts `body` on the queue; returns the new message's id.
     pub fn send_message(&self, queue_url: &str, body: &str) -> Result<String, Error> {
         let action = "SendMessage";
-        let form = vec![
-            ("Action".to_string(), action.to_string()),
-            ("MessageBody".to_string(), body.to_string()),
-            ("Version".to_string(), API_VERSION.to_string()),
-        ];
-        let answer =
-            retry::run(&self.retry, action, || self.attempt("POST", action, queue_url, &form), Error::verdict)?;
-        xml::element(&answer, "MessageId")
+        let target = self.target(queue_url);
+        let attempt = || {
+            let call = target.client.send_message().queue_url(queue_url).message_body(body);
+            runtime::block_on(call.send()).map_err(|e| target.error(action, e))
+        };
+        let answer = retry::run(&self.retry, action, attempt, Error::verdict)?;
+        answer
+            .message_id()
+            .map(str::to_string)
             .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no MessageId in the answer".into() })
     }
 
-    /// One signed request to the queue: `params` as the POST form or the GET query
-    /// string. The answer's text on success.
-    fn attempt(
-        &self,
-        method: &str,
-        action: &str,
-        queue_url: &str,
-        params: &[(String, String)],
-    ) -> Result<String, Error> {
-        let endpoint = http::redact_url(queue_url);
-        let transport = |source| Error::Transport { endpoint: endpoint.clone(), source };
-        let parts = http::split_url(queue_url).map_err(transport)?;
-        let (path, query) = match parts.path_and_query.split_once('?') {
-            Some((path, query)) => (path.to_string(), query.to_string()),
-            None => (parts.path_and_query.clone(), String::new()),
-        };
-        if !query.is_empty() {
-            let reason = "a queue URL has no query string".to_string();
-            return Err(Error::Transport { endpoint, source: TransportError::config(reason) });
-        }
-        let encoded = sigv4::canonical_query(params);
-        let (url, payload, query) = if method == "GET" {
-            (format!("{queue_url}?{encoded}"), String::new(), params)
-        } else {
-            (queue_url.to_string(), encoded, &[][..])
-        };
+    /// The client for the calls on one queue: the region, the endpoint, the SDK client.
+    fn target(&self, queue_url: &str) -> Target {
         let region =
             self.region.clone().or_else(|| queue_region(queue_url)).unwrap_or_else(|| FALLBACK_REGION.to_string());
-        let mut headers: Vec<(&str, String)> = vec![("Accept", "application/xml".into())];
-        if method == "POST" {
-            headers.push(("Content-Type", "application/x-www-form-urlencoded".into()));
+        let endpoint = endpoint_url(&region, self.configured_endpoint.as_deref());
+        if netloc(queue_url) != netloc(&endpoint) {
+            // A command message may name any URL as its result queue: the URL stays a
+            // parameter, the request goes where the region says, and the log says so.
+            tracing::info!("Queue {} is not on {endpoint}: sending to {endpoint}", http::redact_url(queue_url));
         }
-        let request = sigv4::Request {
-            method,
-            host: &parts.netloc,
-            path: &path,
-            query,
-            headers: &headers,
-            payload: payload.as_bytes(),
-        };
-        let signed =
-            sigv4::sign(&request, &self.credentials, &sigv4::Scope { region: &region, service: "sqs" }, Utc::now());
-        headers.extend(signed);
-        headers.push(("Host", parts.netloc.clone()));
-        tracing::debug!("Calling {action} at {endpoint} (signed for {region})");
-        let body = (method == "POST").then_some(payload.as_bytes());
-        let response = self.http.send(method, &url, &headers, body).map_err(transport)?;
-        let text = response.text();
-        if response.is_success() {
-            return Ok(text);
-        }
-        Err(remote_error(response.status, &text))
+        tracing::debug!("SQS calls for {} go to {endpoint} (signed for {region})", http::redact_url(queue_url));
+        let keys = &self.credentials;
+        let config = aws_sdk_sqs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(region))
+            .endpoint_url(&endpoint)
+            .http_client(crate::sdk_http::client(self.http.clone()))
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                &keys.access_key,
+                &keys.secret_key,
+                keys.session_token.clone(),
+                None,
+                "cfn-bootstrap",
+            ))
+            .identity_cache(IdentityCache::no_cache())
+            .retry_config(RetryConfig::disabled())
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+            .build();
+        Target { client: aws_sdk_sqs::Client::from_conf(config), endpoint }
     }
 }
 
-/// SQS's XML error (`<ErrorResponse><Error><Type/><Code/><Message/></Error>`); an
-/// unreadable body is a retriable `Unknown` error, as in the reference.
-fn remote_error(status: u16, text: &str) -> Error {
-    match xml::element(text, "Code") {
-        Some(code) => Error::Remote {
-            status,
-            code,
-            message: xml::element(text, "Message").unwrap_or_default(),
-            sender_fault: xml::element(text, "Type").as_deref() == Some("Sender"),
-        },
-        None => Error::Remote {
-            status,
-            code: "Unknown".into(),
-            message: http::unreadable_answer(status, text),
-            sender_fault: false,
-        },
+struct Target {
+    client: aws_sdk_sqs::Client,
+    endpoint: String,
+}
+
+impl Target {
+    /// The SDK's error as ours: the service's code and message (`x-amzn-query-error`
+    /// carries the query-protocol code and fault SQS has always answered with), the
+    /// transport's reason, or the unreadable answer as an `Unknown` error (retried, as in
+    /// the reference).
+    fn error<E>(&self, action: &str, error: SdkError<E, HttpResponse>) -> Error
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        let endpoint = http::redact_url(&self.endpoint);
+        let described = || DisplayErrorContext(&error).to_string();
+        match &error {
+            SdkError::ServiceError(context) => {
+                let raw = context.raw();
+                let status = raw.status().as_u16();
+                match context.err().code() {
+                    Some(code) => Error::Remote {
+                        status,
+                        code: code.to_string(),
+                        message: context.err().message().unwrap_or_default().to_string(),
+                        sender_fault: is_sender_fault(raw),
+                    },
+                    None => unreadable(raw),
+                }
+            }
+            SdkError::ResponseError(context) if !context.raw().status().is_success() => unreadable(context.raw()),
+            SdkError::ResponseError(_) => Error::Malformed { action: action.into(), reason: described() },
+            SdkError::DispatchFailure(failure) => {
+                let source = match failure.as_connector_error() {
+                    Some(connector) => transport_error(connector),
+                    None => TransportError::new(described()),
+                };
+                Error::Transport { endpoint, source }
+            }
+            SdkError::TimeoutError(_) => {
+                Error::Transport { endpoint, source: TransportError::new("Request timed out") }
+            }
+            // The request could not be built: a bad `$AWS_ENDPOINT_URL_SQS` or parameter.
+            _ => Error::Transport { endpoint, source: TransportError::config(described()) },
+        }
+    }
+}
+
+/// `x-amzn-query-error: <Code>;<Sender|Receiver>`; without it a 4xx is the caller's fault.
+fn is_sender_fault(raw: &HttpResponse) -> bool {
+    match raw.headers().get("x-amzn-query-error").and_then(|v| v.split_once(';')) {
+        Some((_, fault)) => fault == "Sender",
+        None => (400..500).contains(&raw.status().as_u16()),
+    }
+}
+
+fn unreadable(raw: &HttpResponse) -> Error {
+    let status = raw.status().as_u16();
+    let text = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
+    Error::Remote {
+        status,
+        code: "Unknown".into(),
+        message: http::unreadable_answer(status, &text),
+        sender_fault: false,
+    }
+}
+
+/// Our transport error inside the SDK's connector error (`sdk_http` wraps it), else the
+/// SDK's description.
+fn transport_error(connector: &aws_smithy_runtime_api::client::result::ConnectorError) -> TransportError {
+    let mut source = std::error::Error::source(connector);
+    while let Some(error) = source {
+        if let Some(ours) = error.downcast_ref::<TransportError>() {
+            return ours.clone();
+        }
+        source = error.source();
+    }
+    if connector.is_timeout() {
+        TransportError::new("Request timed out")
+    } else {
+        TransportError::new(DisplayErrorContext(connector).to_string())
     }
 }
 
@@ -254,17 +330,75 @@ mod tests {
     }
 
     #[test]
-    fn xml_errors_map_to_code_and_message() {
-        let body = r#"<ErrorResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><Error><Type>Sender</Type><Code>AWS.SimpleQueueService.NonExistentQueue</Code><Message>The queue &quot;q&quot; does not exist.</Message></Error><RequestId>r</RequestId></ErrorResponse>"#;
-        let e = remote_error(400, body);
-        assert_eq!(e.to_string(), r#"AWS.SimpleQueueService.NonExistentQueue: The queue "q" does not exist."#);
-        assert_eq!(e.verdict(), Verdict::Terminal);
-        let throttled = remote_error(403, "<Error><Type>Sender</Type><Code>InvalidClientTokenId</Code></Error>");
-        assert_eq!(throttled.verdict(), Verdict::Throttled);
-        let server = remote_error(500, "<Error><Type>Receiver</Type><Code>InternalError</Code></Error>");
-        assert_eq!(server.verdict(), Verdict::Retriable);
-        let unreadable = remote_error(502, "<html>Bad Gateway</html>\nmore");
+    fn the_endpoint_comes_from_the_region_and_its_partition() {
+        let cases = [
+            ("us-east-1", "https://sqs.us-east-1.amazonaws.com"),
+            ("eu-west-1", "https://sqs.eu-west-1.amazonaws.com"),
+            ("cn-north-1", "https://sqs.cn-north-1.amazonaws.com.cn"),
+            ("us-gov-west-1", "https://sqs.us-gov-west-1.amazonaws.com"),
+            ("us-iso-east-1", "https://sqs.us-iso-east-1.c2s.ic.gov"),
+            ("us-isob-east-1", "https://sqs.us-isob-east-1.sc2s.sgov.gov"),
+            ("eusc-de-east-1", "https://sqs.eusc-de-east-1.amazonaws.eu"),
+        ];
+        for (region, url) in cases {
+            assert_eq!(endpoint_url(region, None), url, "{region}");
+        }
+        // Only the standard variable moves it; an empty value does not count.
+        assert_eq!(endpoint_url("eu-west-1", Some("http://127.0.0.1:5000/")), "http://127.0.0.1:5000");
+        assert_eq!(endpoint_url("eu-west-1", Some(" ")), "https://sqs.eu-west-1.amazonaws.com");
+    }
+
+    #[test]
+    fn a_queue_url_never_chooses_the_endpoint() {
+        // Whatever host a result queue names, the client calls the region's endpoint.
+        let client = || {
+            let mut sqs = Sqs::new(Credentials::new("AK", "SK", None), HttpClient::new(Default::default(), "t"));
+            sqs.configured_endpoint = None;
+            sqs
+        };
+        let sqs = client().with_region("eu-west-1");
+        for queue in ["http://127.0.0.1:9/1/q", "https://evil.example/sqs.us-east-1.amazonaws.com/1/q"] {
+            assert_eq!(sqs.target(queue).endpoint, "https://sqs.eu-west-1.amazonaws.com", "{queue}");
+        }
+        let sqs = client();
+        // A host that only pretends to be SQS still names a region, not a host.
+        let target = sqs.target("https://sqs.us-west-2.evil.example/1/q");
+        assert_eq!(target.endpoint, "https://sqs.us-west-2.amazonaws.com");
+        assert_eq!(sqs.target("http://127.0.0.1:9/1/q").endpoint, "https://sqs.us-east-1.amazonaws.com");
+    }
+
+    #[test]
+    fn faults_come_from_the_query_error_header() {
+        let response = |status: u16, header: Option<&str>| {
+            let mut raw = HttpResponse::new(
+                aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
+                aws_smithy_types::body::SdkBody::from("<html>Bad Gateway</html>\nmore"),
+            );
+            if let Some(value) = header {
+                raw.headers_mut().insert("x-amzn-query-error", value.to_string());
+            }
+            raw
+        };
+        assert!(is_sender_fault(&response(400, Some("AWS.SimpleQueueService.NonExistentQueue;Sender"))));
+        assert!(!is_sender_fault(&response(400, Some("InternalError;Receiver"))));
+        assert!(is_sender_fault(&response(400, None)));
+        assert!(!is_sender_fault(&response(500, None)));
+        let unreadable = unreadable(&response(502, None));
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
         assert_eq!(unreadable.verdict(), Verdict::Retriable);
+        let gone = Error::Remote {
+            status: 400,
+            code: "AWS.SimpleQueueService.NonExistentQueue".into(),
+            message: "The specified queue does not exist.".into(),
+            sender_fault: true,
+        };
+        assert_eq!(gone.verdict(), Verdict::Terminal);
+        let throttled = Error::Remote {
+            status: 403,
+            code: "InvalidClientTokenId".into(),
+            message: String::new(),
+            sender_fault: true,
+        };
+        assert_eq!(throttled.verdict(), Verdict::Throttled);
     }
 }
