@@ -287,6 +287,24 @@ fn without_the_override_the_listener_calls_its_regions_endpoint() {
     assert!(setup.log().contains("Could not receive commands from"), "{}", setup.log());
 }
 
+/// `sqs_url` in `[main]` (HUP-CONF-01) moves the listener's SQS endpoint, without the
+/// environment variable.
+#[test]
+fn sqs_url_in_the_main_section_moves_the_sqs_endpoint() {
+    let setup = Commands::new(&hook("h", "deploy", "echo by sqs_url", ""));
+    let conf = setup.dir.join("cfn-hup.conf");
+    let main = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, format!("{main}sqs_url={}\n", setup.emulator.url)).unwrap();
+    setup.send(&setup.command("deploy", "inv-sqs-url", json!({})));
+    let run =
+        setup.sandbox.cmd("cfn-hup").arg("-c").arg(&setup.dir).arg("-v").arg("--no-daemon").env(WAIT_VAR, "1").run();
+    run.code(0);
+    let results = setup.results();
+    assert_eq!(results.len(), 1, "{results:?}\n{run}\n{}", setup.log());
+    assert_eq!((&results[0]["InvocationId"], &results[0]["Status"]), (&json!("inv-sqs-url"), &json!("SUCCESS")));
+    assert_eq!(setup.queue_counts(), (0, 0), "the message was received and deleted through sqs_url");
+}
+
 #[test]
 fn failures_and_long_output_follow_the_1024_character_rules() {
     let action = "if [ \"$CMD_DATA\" = fail ]; then head -c 600 /dev/zero | tr '\\0' e >&2; \

@@ -51,6 +51,9 @@ pub struct MainConfig {
     pub credential_file: Option<PathBuf>,
     pub region: String,
     pub url: Option<String>,
+    /// The SQS endpoint of the command listener (HUP-CONF-01); wins over
+    /// `$AWS_ENDPOINT_URL_SQS`. Without either, the region's endpoint.
+    pub sqs_url: Option<String>,
     pub verbose: bool,
     interval: Option<String>,
     umask: Option<String>,
@@ -178,6 +181,7 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
         credential_file: nonempty("credential-file")?.map(PathBuf::from),
         region: nonempty("region")?.unwrap_or_else(|| DEFAULT_REGION.to_string()),
         url: nonempty("url")?,
+        sqs_url: nonempty("sqs_url")?,
         verbose,
         interval: get("interval")?,
         umask: get("umask")?,

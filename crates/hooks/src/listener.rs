@@ -94,6 +94,7 @@ impl Default for ListenerOptions {
 pub struct Listener {
     stack: String,
     region: String,
+    sqs_url: Option<String>,
     listener_id: String,
     service: Service,
     http: Arc<HttpClient>,
@@ -110,6 +111,7 @@ impl Listener {
         Listener {
             stack: main.stack.clone(),
             region: main.region.clone(),
+            sqs_url: main.sqs_url.clone(),
             listener_id,
             service,
             http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_aws::api_user_agent())),
@@ -199,6 +201,7 @@ impl Listener {
         }
         let sqs = Sqs::new(credentials.credentials.clone(), self.http.clone())
             .with_region(&self.region)
+            .with_endpoint(self.sqs_url.as_deref())
             .with_retry(self.options.sqs_retry);
         let message = match sqs.receive_message(&queue_url, self.options.receive_wait_seconds) {
             Ok(Some(message)) => message,
