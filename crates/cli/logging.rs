@@ -137,6 +137,9 @@ static LEVEL_OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8
 /// Targets whose events go to the main log at DEBUG whatever their level (`demote`).
 static DEMOTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
+/// Targets of the AWS SDK's crates (aws-config, aws-smithy-*, aws-sdk-*), always demoted.
+const SDK_TARGETS: &str = "aws_";
+
 fn level_code(level: Level) -> u8 {
     match level {
         Level::ERROR => 1,
@@ -235,7 +238,9 @@ impl Visit for Message<'_> {
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let demoted = {
+        // The AWS SDK's own narrative ("failed to load base credentials", …) is detail:
+        // our error line already names the source and the reason.
+        let demoted = meta.target().starts_with(SDK_TARGETS) || {
             let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
             !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))
         };
