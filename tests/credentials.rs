@@ -50,6 +50,11 @@ struct CredentialEndpoint {
 
 impl CredentialEndpoint {
     fn start(listener: TcpListener, status: u16) -> CredentialEndpoint {
+        CredentialEndpoint::issuing(listener, status, chrono::TimeDelta::hours(6))
+    }
+
+    /// An endpoint whose keys expire `valid_for` after each answer.
+    fn issuing(listener: TcpListener, status: u16, valid_for: chrono::TimeDelta) -> CredentialEndpoint {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
@@ -74,7 +79,7 @@ impl CredentialEndpoint {
                     }
                 }
                 record.lock().unwrap().push((path, authorization));
-                let expiration = (chrono::Utc::now() + chrono::TimeDelta::hours(6)).format("%Y-%m-%dT%H:%M:%SZ");
+                let expiration = (chrono::Utc::now() + valid_for).format("%Y-%m-%dT%H:%M:%SZ");
                 let body = if status == 200 {
                     json!({"AccessKeyId": TASK_KEY, "SecretAccessKey": TASK_SECRET, "Token": TASK_TOKEN,
                            "Expiration": expiration.to_string(), "RoleArn": "arn:aws:iam::123456789012:role/task"})
@@ -462,4 +467,54 @@ fn cfn_signal_signals_a_resource_with_container_credentials() {
     assert_eq!(signals[0]["status"], 200);
     assert_eq!(signals[0]["query"]["UniqueId"].as_str().or(signals[0]["form"]["UniqueId"].as_str()), Some("node-1"));
     assert_no_secrets(&run, &sandbox);
+}
+
+/// cfn-hup in the foreground with the task's credentials: keys valid for hours are fetched
+/// once; keys about to expire (within five minutes) are fetched again before a pass.
+#[test]
+fn cfn_hup_keeps_container_credentials_and_refreshes_them_before_they_expire() {
+    let emulator = emulator();
+    for (valid_for, fetches_per_pass) in [(chrono::TimeDelta::hours(6), false), (chrono::TimeDelta::minutes(4), true)] {
+        let stack = stack_on(&emulator);
+        let endpoint = CredentialEndpoint::issuing(TcpListener::bind("127.0.0.1:0").unwrap(), 200, valid_for);
+        let sandbox = Sandbox::new();
+        let conf = sandbox.path("conf");
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::write(conf.join("cfn-hup.conf"), format!("[main]\nstack={stack}\nurl={}\n", emulator.url)).unwrap();
+        std::fs::write(
+            conf.join("hooks.conf"),
+            "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.app\naction=true\n",
+        )
+        .unwrap();
+        let mut cmd = sandbox
+            .cmd("cfn-hup")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-F")
+            .env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "0.3")
+            .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("{}/creds", endpoint.url));
+        cmd.cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = cmd.cmd.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while describes(&emulator, &stack).len() < 4 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        let calls = describes(&emulator, &stack);
+        assert!(calls.len() >= 4, "four passes: {calls:#?}\n{}", sandbox.log("cfn-hup.log"));
+        for call in &calls {
+            assert_eq!((call["access_key"].as_str(), call["status"].as_i64()), (Some(TASK_KEY), Some(200)), "{call}");
+        }
+        let fetched = endpoint.requests().len();
+        if fetches_per_pass {
+            assert!(fetched >= calls.len(), "fetched {fetched} times for {} passes", calls.len());
+        } else {
+            assert_eq!(fetched, 1, "keys valid for hours are fetched once");
+        }
+    }
 }
