@@ -41,11 +41,14 @@ fn emulator() -> Emulator {
     Emulator::start(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// The path and `Authorization` header of one request to the credential endpoint.
+type Seen = (String, Option<String>);
+
 /// An ECS/EKS-style credential endpoint: answers every GET with the task keys (or with
 /// `status` and an error body) and records the path and `Authorization` of each request.
 struct CredentialEndpoint {
     url: String,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl CredentialEndpoint {
@@ -102,7 +105,7 @@ impl CredentialEndpoint {
         CredentialEndpoint::start(TcpListener::bind("127.0.0.1:0").unwrap(), status)
     }
 
-    fn requests(&self) -> Vec<(String, Option<String>)> {
+    fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -358,9 +361,8 @@ fn explicit_options_beat_every_source_the_environment_names() {
     let sandbox = Sandbox::new();
     let files = profile_files(&sandbox);
     let everything = |cmd: TestCommand| {
-        let cmd = web_identity(with_profiles(cmd, &files, "deploy"), &sandbox, &emulator)
-            .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("{}/creds", endpoint.url));
-        cmd
+        web_identity(with_profiles(cmd, &files, "deploy"), &sandbox, &emulator)
+            .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("{}/creds", endpoint.url))
     };
     // Keys on the command line.
     let stack = stack_on(&emulator);
