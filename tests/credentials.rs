@@ -520,3 +520,44 @@ fn cfn_hup_keeps_container_credentials_and_refreshes_them_before_they_expire() {
         }
     }
 }
+
+/// Off EC2, a command listener signing with the task's keys is known by the host's name,
+/// as with `credential-file` (SPEC §14.7).
+#[test]
+fn cfn_hup_command_listener_off_ec2_with_container_credentials() {
+    let emulator = emulator();
+    let stack = stack_on(&emulator);
+    let endpoint = CredentialEndpoint::on_loopback(200);
+    let sandbox = Sandbox::new();
+    let conf = sandbox.path("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(conf.join("cfn-hup.conf"), format!("[main]\nstack={stack}\nurl={}\n", emulator.url)).unwrap();
+    std::fs::write(conf.join("hooks.conf"), "[c]\ntriggers=on.command\npath=deploy\naction=true\n").unwrap();
+    let run = sandbox
+        .cmd("cfn-hup")
+        .arg("-c")
+        .arg(&conf)
+        .arg("--no-daemon")
+        .env("CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS", "0")
+        .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("{}/creds", endpoint.url))
+        .run();
+    run.code(0).stderr_is("");
+    let listeners = emulator.get_json("/_emu/listeners");
+    let mine: Vec<&Value> = listeners
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["StackId"].as_str().unwrap().contains(&format!("/{stack}/")))
+        .collect();
+    assert_eq!(mine.len(), 1, "{listeners:#}");
+    let id = mine[0]["ListenerId"].as_str().unwrap();
+    assert!(!id.is_empty() && !id.starts_with("i-"), "the host's name: {id}");
+    let registrations = emulator.get_json("/_emu/requests?action=RegisterListener");
+    let signed: Vec<&Value> = registrations
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["query"]["StackName"] == stack.as_str() || r["form"]["StackName"] == stack.as_str())
+        .collect();
+    assert!(!signed.is_empty() && signed.iter().all(|r| r["access_key"] == TASK_KEY), "{registrations:#}");
+}
