@@ -137,8 +137,10 @@ static LEVEL_OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8
 /// Targets whose events go to the main log at DEBUG whatever their level (`demote`).
 static DEMOTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
-/// Targets of the AWS SDK's crates (aws-config, aws-smithy-*, aws-sdk-*), always demoted.
+/// Targets of the AWS SDK's crates (aws-config, aws-sdk-*), always demoted.
 const SDK_TARGETS: &str = "aws_";
+/// Targets of the SDK's runtime (aws-smithy-*), never logged.
+const SDK_RUNTIME_TARGETS: &str = "aws_smithy_";
 
 fn level_code(level: Level) -> u8 {
     match level {
@@ -238,6 +240,11 @@ impl Visit for Message<'_> {
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
+        // The SDK runtime's step-by-step narrative (interceptors, phases, retry
+        // checkpoints: some sixty lines per call) would bury the log, even at DEBUG.
+        if meta.target().starts_with(SDK_RUNTIME_TARGETS) {
+            return;
+        }
         // The AWS SDK's own narrative ("failed to load base credentials", …) is detail:
         // our error line already names the source and the reason.
         let demoted = meta.target().starts_with(SDK_TARGETS) || {
