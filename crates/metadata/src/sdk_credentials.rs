@@ -142,8 +142,12 @@ impl ProvidedCredentials {
             provided.secret_access_key(),
             provided.session_token().map(str::to_string),
         );
-        tracing::debug!("Retrieved credentials from {}, expiring {:?}", self.source, provided.expiry());
-        Ok((credentials, provided.expiry().map(DateTime::<Utc>::from)))
+        let expiry = provided.expiry().map(DateTime::<Utc>::from);
+        match expiry {
+            Some(at) => tracing::debug!("Retrieved credentials from {}, expiring {}", self.source, at.to_rfc3339()),
+            None => tracing::debug!("Retrieved credentials from {}, not expiring", self.source),
+        }
+        Ok((credentials, expiry))
     }
 }
 
