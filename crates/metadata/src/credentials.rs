@@ -4,7 +4,7 @@
 //! `--access-key`/`--secret-key` pair. Environment keys are never picked up implicitly:
 //! that would silently switch an instance from instance-identity signing to SigV4 and
 //! change the scope of what it may read; `CFN_BOOTSTRAP_ENV_CREDENTIALS=1` opts in.
-//! Then come the sources the environment names explicitly (`sdk_credentials`: an
+//! Then come the sources the environment names explicitly (`provided`: an
 //! `AWS_PROFILE`, IRSA web identity, container credentials): the pod or task is who is
 //! calling, even on an instance. Last, with no access key on an EC2 instance, requests
 //! are signed with the instance identity (CRED-03), which is how most instances call
@@ -13,11 +13,14 @@
 use crate::http::HttpClient;
 use crate::imds::{Imds, ImdsError};
 use crate::proxy::ProxyOptions;
-use crate::sdk_credentials::{KeyCache, ProvidedCredentials, SdkSource};
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub mod provided;
+use provided::KeyCache;
+pub use provided::{ProvidedCredentials, SdkSource};
 
 /// An access key pair, with the session token that role credentials carry.
 #[derive(Clone, PartialEq, Eq)]

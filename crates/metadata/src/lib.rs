@@ -21,7 +21,6 @@ pub mod pyjson;
 pub mod retry;
 pub mod runtime;
 pub mod s3url;
-pub mod sdk_credentials;
 pub mod sdk_http;
 pub mod sigv4;
 pub mod source;

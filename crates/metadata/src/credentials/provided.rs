@@ -9,7 +9,7 @@
 //! tool). Every provider sends through our one HTTP stack (`sdk_http`): no provider
 //! builds its own HTTPS client or loads the native trust store.
 
-use crate::credentials::{CredentialError, Credentials};
+use super::{CredentialError, Credentials};
 use crate::http::HttpClient;
 use crate::runtime::block_on;
 use aws_config::ecs::EcsCredentialsProvider;
@@ -171,12 +171,12 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// SDK sources): fetched on first use and once fewer than `margin` remain; a failed
 /// refresh keeps keys that are still valid and is tried again on the next use.
 #[derive(Default)]
-pub(crate) struct KeyCache {
+pub(super) struct KeyCache {
     current: Mutex<Option<(Credentials, Option<DateTime<Utc>>)>>,
 }
 
 impl KeyCache {
-    pub(crate) fn get<E: fmt::Display>(
+    pub(super) fn get<E: fmt::Display>(
         &self,
         now: DateTime<Utc>,
         margin: TimeDelta,
