@@ -74,7 +74,8 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     recomputed for every request with an Authorization header or X-Amz-Signature; unknown
     keys -> 403 InvalidClientTokenId, bad signature -> 403 SignatureDoesNotMatch, unsigned
     CloudFormation calls -> 403 MissingAuthenticationToken. Known keys: --credentials
-    (default testing:testing) plus the IMDS role credentials (with their session token).
+    (default testing:testing) plus the IMDS role credentials (with their session token) and
+    the keys moto's STS issued (AssumeRole, AssumeRoleWithWebIdentity; with their token).
     CFN_V1 (instance identity) auth is accepted (its signature is not checked).
   * Test hooks: every request (CloudFormation, IMDS on both listeners, wait-condition PUTs,
     command event PUTs, other moto services) is journaled with its method, path, parameters, a few headers, the
