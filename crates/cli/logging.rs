@@ -137,6 +137,11 @@ static LEVEL_OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8
 /// Targets whose events go to the main log at DEBUG whatever their level (`demote`).
 static DEMOTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
+/// Targets of the AWS SDK's crates (aws-smithy-*, aws-sdk-*, aws-types, …): not logged.
+const SDK_TARGETS: &str = "aws_";
+/// aws-config's credential providers: logged at DEBUG.
+const SDK_CONFIG_TARGET: &str = "aws_config";
+
 fn level_code(level: Level) -> u8 {
     match level {
         Level::ERROR => 1,
@@ -235,7 +240,15 @@ impl Visit for Message<'_> {
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let demoted = {
+        // The AWS SDK's step-by-step narrative (interceptors, phases, retry checkpoints,
+        // endpoint rules: some sixty lines per call) would bury the log, even at DEBUG;
+        // aws-config's ("failed to load base credentials", …) is detail: our error line
+        // already names the credential source and the reason.
+        let target = meta.target();
+        if target.starts_with(SDK_TARGETS) && !target.starts_with(SDK_CONFIG_TARGET) {
+            return;
+        }
+        let demoted = target.starts_with(SDK_CONFIG_TARGET) || {
             let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
             !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))
         };

@@ -85,6 +85,8 @@ pub fn api_options(parsed: &Parsed) -> ApiOptions {
             role: parsed.text("iam_role"),
             access_key: parsed.text("access_key"),
             secret_key: parsed.text("secret_key"),
+            region: parsed.text("region"),
+            proxies: ProxyOptions { http_proxy: parsed.text("http_proxy"), https_proxy: parsed.text("https_proxy") },
         },
         proxies: ProxyOptions { http_proxy: parsed.text("http_proxy"), https_proxy: parsed.text("https_proxy") },
         region: parsed.text("region").unwrap_or_else(|| DEFAULT_REGION.to_string()),

@@ -79,7 +79,8 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     recomputed for every request with an Authorization header or X-Amz-Signature; unknown
     keys -> 403 InvalidClientTokenId, bad signature -> 403 SignatureDoesNotMatch, unsigned
     CloudFormation calls -> 403 MissingAuthenticationToken. Known keys: --credentials
-    (default testing:testing) plus the IMDS role credentials (with their session token).
+    (default testing:testing) plus the IMDS role credentials (with their session token) and
+    the keys moto's STS issued (AssumeRole, AssumeRoleWithWebIdentity; with their token).
     CFN_V1 (instance identity) auth is accepted (its signature is not checked).
   * Test hooks: every request (CloudFormation, IMDS on both listeners, wait-condition PUTs,
     command event PUTs, other moto services) is journaled with its method, path, parameters, a few headers, the
@@ -752,6 +753,18 @@ def _header_value(environ, name):
     return environ.get("HTTP_" + name.upper().replace("-", "_"), "")
 
 
+def sts_issued_key(akid):
+    """(secret, session token) of keys moto's STS issued (AssumeRole, AssumeRoleWithWebIdentity), or None:
+    a client that got its keys from the emulator's STS may sign with them, as with AWS."""
+    from moto.sts.models import sts_backends
+    for account in list(sts_backends.values()):
+        for backend in list(account.values()):
+            for role in list(backend.assumed_roles):
+                if role.access_key_id == akid:
+                    return role.secret_access_key, role.session_token
+    return None
+
+
 def verify_sigv4(environ, body):
     """Returns None when OK, else a CfnError to send back."""
     raw_uri = environ.get("REQUEST_URI") or environ.get("RAW_URI") or environ.get("PATH_INFO", "/")
@@ -779,9 +792,10 @@ def verify_sigv4(environ, body):
         return CfnError("Credential should be scoped to a valid region.", "IncompleteSignature", 400)
     akid, date, region, service, _ = parts
     keys = CONFIG["keys"]
-    if akid not in keys:
+    issued = keys.get(akid) or sts_issued_key(akid)
+    if not issued:
         return CfnError("The security token included in the request is invalid.", "InvalidClientTokenId", 403)
-    secret, want_token = keys[akid]
+    secret, want_token = issued
     if want_token and token != want_token:
         return CfnError("The security token included in the request is invalid.", "InvalidClientTokenId", 403)
     try:
@@ -1020,6 +1034,8 @@ def journal_http(environ, listener, kind, query, form, sqs_json=None):
         # JSON-protocol SQS: the action is in the target header, the queue in the body.
         action = target.split(".", 1)[1]
         queue = urlparse(str(sqs_json.get("QueueUrl", ""))).path or None
+    signer = re.search(r"Credential=([^/,\s]+)/", environ.get("HTTP_AUTHORIZATION", "")) or \
+        re.match(r"([^/]+)/", {**query, **form}.get("X-Amz-Credential", ""))
     return journal({
         "listener": listener, "kind": kind, "method": environ.get("REQUEST_METHOD", "GET"),
         "path": environ.get("PATH_INFO", "/"), "action": action, "target": target, "json": sqs_json,
@@ -1027,7 +1043,8 @@ def journal_http(environ, listener, kind, query, form, sqs_json=None):
         "query": query, "form": form, "auth_scheme": auth[0] if auth else None,
         "user_agent": environ.get("HTTP_USER_AGENT"), "accept": environ.get("HTTP_ACCEPT"),
         "content_type": environ.get("CONTENT_TYPE") or None, "host": environ.get("HTTP_HOST"),
-        "security_token": "HTTP_X_AMZ_SECURITY_TOKEN" in environ})
+        "security_token": "HTTP_X_AMZ_SECURITY_TOKEN" in environ,
+        "access_key": signer.group(1) if signer else None})
 
 
 def journal_imds(environ, listener):

@@ -1,16 +1,26 @@
 //! Where the keys for signing come from (CRED-01, CRED-02, CRED-05, CRED-07, CRED-08).
 //!
 //! The command-line tools look, in this order, at `--credential-file`, `--role` and the
-//! `--access-key`/`--secret-key` pair. With no access key on an EC2 instance they sign
-//! with the instance identity instead (CRED-03), which is how most instances call
-//! cfn-init. Environment credentials are never picked up implicitly: that would silently
-//! switch an instance from instance-identity signing to SigV4 and change the scope of
-//! what it may read; `CFN_BOOTSTRAP_ENV_CREDENTIALS=1` opts in.
+//! `--access-key`/`--secret-key` pair. Environment keys are never picked up implicitly:
+//! that would silently switch an instance from instance-identity signing to SigV4 and
+//! change the scope of what it may read; `CFN_BOOTSTRAP_ENV_CREDENTIALS=1` opts in.
+//! Then come the sources the environment names explicitly (`provided`: an
+//! `AWS_PROFILE`, IRSA web identity, container credentials): the pod or task is who is
+//! calling, even on an instance. Last, with no access key on an EC2 instance, requests
+//! are signed with the instance identity (CRED-03), which is how most instances call
+//! cfn-init.
 
+use crate::http::HttpClient;
 use crate::imds::{Imds, ImdsError};
+use crate::proxy::ProxyOptions;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub mod provided;
+use provided::KeyCache;
+pub use provided::{ProvidedCredentials, SdkSource};
 
 /// An access key pair, with the session token that role credentials carry.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,6 +54,11 @@ pub struct CredentialOptions {
     pub role: Option<String>,
     pub access_key: Option<String>,
     pub secret_key: Option<String>,
+    /// `--region`, when given: where STS and SSO are called for the SDK sources (else
+    /// `AWS_REGION`, `AWS_DEFAULT_REGION`, us-east-1).
+    pub region: Option<String>,
+    /// `--http-proxy`/`--https-proxy`, for the SDK sources' requests.
+    pub proxies: ProxyOptions,
 }
 
 /// How requests to CloudFormation are signed.
@@ -61,6 +76,10 @@ pub enum CredentialError {
     File(#[from] CredentialFileError),
     #[error("Could not retrieve credentials for role {role} from the instance metadata service: {source}")]
     Role { role: String, source: ImdsError },
+    /// A source the environment named (a profile, web identity, a container endpoint)
+    /// failed; `from` names it. Never carries keys or tokens (SEC-02).
+    #[error("Could not retrieve credentials from {from}: {reason}")]
+    Provider { from: String, reason: String },
     #[error(
         "In order to sign requests, 169.254.169.254 must be accessible or valid credentials must be set. \
          Please ensure your proxy environment variables allow access to 169.254.169.254 (NO_PROXY) or that \
@@ -109,9 +128,35 @@ pub fn read_credential_file(path: &Path) -> Result<Credentials, CredentialFileEr
     }
 }
 
-/// Decides how to sign, with the reference's precedence (CRED-01): file, then role, then
-/// keys; no access key on EC2 means instance identity; otherwise both keys are needed.
+/// Where signing keys come from: fixed (or instance identity), or a provider whose
+/// temporary keys are fetched again when they are about to expire.
+#[derive(Debug)]
+pub enum Source {
+    Fixed(Signer),
+    Provided(ProvidedCredentials),
+}
+
+impl Source {
+    /// How to sign now: for a provider, a snapshot of its current keys.
+    pub fn signer(&self) -> Result<Signer, CredentialError> {
+        match self {
+            Source::Fixed(signer) => Ok(signer.clone()),
+            Source::Provided(provided) => Ok(Signer::SigV4(provided.credentials()?)),
+        }
+    }
+}
+
+/// Decides how to sign (README, "Credentials"): the reference's precedence (CRED-01) —
+/// file, then role, then keys (then environment keys when opted in); then a source the
+/// environment names (profile, web identity, container); no access key on EC2 means
+/// instance identity; otherwise both keys are needed.
 pub fn resolve(options: &CredentialOptions, imds: &Imds) -> Result<Signer, CredentialError> {
+    choose(options, imds)?.signer()
+}
+
+/// [`resolve`], keeping a provider for callers that sign again later (cfn-hup). Builds
+/// no provider and reads no profile unless the precedence reaches it.
+pub fn choose(options: &CredentialOptions, imds: &Imds) -> Result<Source, CredentialError> {
     let (access_key, secret_key, token) = if let Some(path) = &options.credential_file {
         let c = read_credential_file(path)?;
         (Some(c.access_key), Some(c.secret_key), None)
@@ -126,10 +171,26 @@ pub fn resolve(options: &CredentialOptions, imds: &Imds) -> Result<Signer, Crede
         (None, None, None)
     };
 
+    if access_key.is_none()
+        && let Some(source) = SdkSource::from_env(&|name| std::env::var(name).ok())
+    {
+        let region = options
+            .region
+            .clone()
+            .or_else(|| env_nonempty("AWS_REGION"))
+            .or_else(|| env_nonempty("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| "us-east-1".to_string());
+        tracing::debug!("Using credentials from {source}");
+        let http = Arc::new(HttpClient::new(options.proxies.clone(), crate::api_user_agent()));
+        return Ok(Source::Provided(ProvidedCredentials::new(source, &region, http)));
+    }
+
     match (access_key, secret_key) {
         // A secret key without an access key is ignored, as the reference does.
-        (None, _) if imds.instance_id().is_some() => Ok(Signer::InstanceIdentity),
-        (Some(ak), Some(sk)) => Ok(Signer::SigV4(Credentials { access_key: ak, secret_key: sk, session_token: token })),
+        (None, _) if imds.instance_id().is_some() => Ok(Source::Fixed(Signer::InstanceIdentity)),
+        (Some(ak), Some(sk)) => {
+            Ok(Source::Fixed(Signer::SigV4(Credentials { access_key: ak, secret_key: sk, session_token: token })))
+        }
         _ => Err(CredentialError::NoCredentials),
     }
 }
@@ -149,7 +210,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// come from one answer (WEAK-race fixed).
 pub struct RefreshingRole {
     role: String,
-    current: std::sync::Mutex<Option<(Credentials, Option<chrono::DateTime<chrono::Utc>>)>>,
+    cache: KeyCache,
 }
 
 /// How long before `Expiration` role credentials are refreshed.
@@ -157,7 +218,7 @@ pub const ROLE_REFRESH_MARGIN: chrono::TimeDelta = chrono::TimeDelta::hours(2);
 
 impl RefreshingRole {
     pub fn new(role: &str) -> RefreshingRole {
-        RefreshingRole { role: role.to_string(), current: std::sync::Mutex::new(None) }
+        RefreshingRole { role: role.to_string(), cache: KeyCache::default() }
     }
 
     pub fn role(&self) -> &str {
@@ -175,26 +236,12 @@ impl RefreshingRole {
         now: chrono::DateTime<chrono::Utc>,
         fetch: impl FnOnce() -> Result<(Credentials, Option<chrono::DateTime<chrono::Utc>>), ImdsError>,
     ) -> Result<Credentials, CredentialError> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((credentials, expiry)) = current.as_ref()
-            && expiry.is_none_or(|e| e - ROLE_REFRESH_MARGIN >= now)
-        {
-            return Ok(credentials.clone());
-        }
-        match fetch() {
-            Ok((credentials, expiry)) => {
-                tracing::debug!("Retrieved credentials for role {}, expiring {:?}", self.role, expiry);
-                *current = Some((credentials.clone(), expiry));
-                Ok(credentials)
-            }
-            Err(source) => match current.as_ref() {
-                Some((credentials, Some(expiry))) if *expiry > now => {
-                    tracing::warn!("Exception while refreshing credentials; will refresh on next access: {source}");
-                    Ok(credentials.clone())
-                }
-                _ => Err(CredentialError::Role { role: self.role.clone(), source }),
-            },
-        }
+        self.cache.get(now, ROLE_REFRESH_MARGIN, || {
+            let (credentials, expiry) =
+                fetch().map_err(|source| CredentialError::Role { role: self.role.clone(), source })?;
+            tracing::debug!("Retrieved credentials for role {}, expiring {:?}", self.role, expiry);
+            Ok((credentials, expiry))
+        })
     }
 }
 

@@ -17,6 +17,7 @@ use crate::commands_run::CommandsRun;
 use crate::config::{CommandHook, MainConfig};
 use crate::service::Service;
 use cfn_aws::cfn::{Error as ApiError, ListenerCredentials};
+use cfn_aws::credentials::SdkSource;
 use cfn_aws::http::{self, HttpClient};
 use cfn_aws::retry::Policy;
 use cfn_aws::sqs::{self, Sqs};
@@ -44,14 +45,16 @@ pub enum ListenerError {
     Registration(ApiError),
 }
 
-/// The listener id (SPEC §14.7): the EC2 instance id; off EC2 with explicit credentials
-/// (`role` or `credential-file`) the host's fully qualified name; off EC2 with instance
-/// identity signing there is no identity at all.
+/// The listener id (SPEC §14.7): the EC2 instance id; off EC2 with credentials (`role`,
+/// `credential-file`, or a source the environment names: a profile, web identity, a
+/// container endpoint) the host's fully qualified name; off EC2 with instance identity
+/// signing there is no identity at all.
 pub fn listener_id(main: &MainConfig, imds: &Imds) -> Result<String, ListenerError> {
     if let Some(id) = imds.instance_id() {
         return Ok(id);
     }
-    if main.role.is_some() || main.credential_file.is_some() {
+    let from_env = || SdkSource::from_env(&|name| std::env::var(name).ok()).is_some();
+    if main.role.is_some() || main.credential_file.is_some() || from_env() {
         return Ok(cfn_host::fqdn());
     }
     Err(ListenerError::NoInstanceId)

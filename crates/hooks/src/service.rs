@@ -1,6 +1,7 @@
 //! Reaching CloudFormation for cfn-hup (HUP-CONF-01, CRED-06): `role` (refreshing
 //! instance-profile credentials) takes precedence over `credential-file`; with neither,
-//! requests are signed with the instance identity.
+//! a source the environment names (a profile, web identity, a container endpoint; its
+//! keys are refreshed before they expire), else the instance identity signs requests.
 
 use crate::config::MainConfig;
 use cfn_aws::credentials::{self, CredentialError, RefreshingRole};
@@ -10,7 +11,7 @@ use cfn_aws::{CloudFormation, Imds, ProxyOptions, Signer};
 use std::sync::Arc;
 
 enum Auth {
-    Fixed(Signer),
+    Chosen(credentials::Source),
     Role(RefreshingRole),
 }
 
@@ -32,9 +33,14 @@ impl Service {
             role.credentials(&imds)?;
             Auth::Role(role)
         } else {
-            let options =
-                credentials::CredentialOptions { credential_file: main.credential_file.clone(), ..Default::default() };
-            Auth::Fixed(credentials::resolve(&options, &imds)?)
+            let options = credentials::CredentialOptions {
+                credential_file: main.credential_file.clone(),
+                region: Some(main.region.clone()),
+                ..Default::default()
+            };
+            let source = credentials::choose(&options, &imds)?;
+            source.signer()?;
+            Auth::Chosen(source)
         };
         let endpoint = cfn_aws::endpoint::cloudformation_url(&main.region, main.url.as_deref());
         tracing::debug!("CloudFormation client initialized with endpoint {endpoint}");
@@ -58,7 +64,7 @@ impl Service {
     /// A client with current credentials (role credentials refreshed when due).
     pub fn client(&self) -> Result<CloudFormation, CredentialError> {
         let signer = match &self.auth {
-            Auth::Fixed(signer) => signer.clone(),
+            Auth::Chosen(source) => source.signer()?,
             Auth::Role(role) => Signer::SigV4(role.credentials(&self.imds)?),
         };
         Ok(CloudFormation::new(self.endpoint.clone(), &self.region, signer, self.http.clone(), self.imds.clone())
