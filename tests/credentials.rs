@@ -185,11 +185,16 @@ fn container_credentials_from_a_relative_uri_at_the_ecs_address() {
         let emulator = Emulator::start_at(&args, 5000);
         let stack = stack_on(&emulator);
         let sandbox = Sandbox::new();
+        // The credential endpoint is on the host, like IMDS: a proxy never sees it.
+        let proxy = RecordingProxy::start();
         let run = get_greeting(&sandbox, &emulator, &stack)
             .env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/credentials/4f1c-task")
             .env("AWS_CONTAINER_AUTHORIZATION_TOKEN", "ecs-agent-token")
+            .env("HTTP_PROXY", &proxy.url)
+            .env("NO_PROXY", "127.0.0.1")
             .run();
         assert_no_secrets(&run, &sandbox);
+        assert_eq!(proxy.targets(), Vec::<String>::new());
         (run, endpoint.requests(), describes(&emulator, &stack))
     });
     run.code(0).stdout_is("hello\n").stderr_is("");

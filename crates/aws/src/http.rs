@@ -338,7 +338,13 @@ impl HttpClient {
             )));
         }
         let host = parsed.host_str().unwrap_or_default();
-        let proxy = proxy::choose(scheme, host, parsed.port(), &self.proxies, &|n| std::env::var(n).ok());
+        // Link-local services (the ECS and EKS Pod Identity credential endpoints,
+        // 169.254.170.2 and 169.254.170.23) live on the host itself, like IMDS: never proxied.
+        let proxy = if is_link_local_host(&parsed) {
+            None
+        } else {
+            proxy::choose(scheme, host, parsed.port(), &self.proxies, &|n| std::env::var(n).ok())
+        };
         let client = self.client_of_kind((proxy, scheme == "https", guarded))?;
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| TransportError::config(format!("Invalid HTTP method {method}")))?;

@@ -7,8 +7,8 @@
 //! one attempt instead of the reference's minutes of retries. `AWS_EC2_METADATA_SERVICE_ENDPOINT`
 //! moves the service (as in the AWS SDKs) and `AWS_EC2_METADATA_DISABLED=true` turns it off.
 
-use crate::credentials::Credentials;
 use crate::http::innermost;
+use crate::keys::Credentials;
 use crate::retry::{self, Policy, Verdict};
 use crate::runtime::block_on;
 use base64::Engine;

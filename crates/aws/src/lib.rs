@@ -13,6 +13,7 @@ pub mod download;
 pub mod endpoint;
 pub mod http;
 pub mod imds;
+pub mod keys;
 pub mod presigned;
 pub mod proxy;
 pub mod retry;
