@@ -33,6 +33,11 @@ fn assert_identity_signed(run: &Run, requests: &serde_json::Value) {
     run.code(0).stdout_is("hello\n").stderr_is("");
     let describe = requests.as_array().unwrap().iter().find(|r| r["action"] == "DescribeStackResource").unwrap();
     assert_eq!(describe["auth_scheme"], "CFN_V1", "{describe}");
+    // Through aws-sdk-cloudformation (a POST form) with the instance-identity auth scheme:
+    // the header holds the instance's document, and nothing of SigV4 is sent.
+    assert_eq!((&describe["method"], &describe["form"]["Action"]), (&json!("POST"), &json!("DescribeStackResource")));
+    assert_eq!(describe["identity_instance"], "i-0123456789abcdef0", "{describe}");
+    assert_eq!((&describe["amz_date"], &describe["security_token"]), (&json!(false), &json!(false)), "{describe}");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod cfn;
+pub mod cfn_v1_auth;
 pub mod command;
 pub mod credentials;
 pub mod download;
