@@ -67,6 +67,9 @@ fn logs_go_to_var_log_in_the_reference_format() {
         main.contains(&format!("[ERROR] ValidationError: Resource Missing does not exist for stack {stack}")),
         "{text}"
     );
+    // `-v` shows the tools' DEBUG lines, not the AWS SDK's own (its orchestration phases).
+    assert!(main.contains("[DEBUG] Calling DescribeStackResource at "), "{text}");
+    assert!(!main.contains("phase") && !main.contains("attempt #") && !main.contains("endpoint Endpoint"), "{text}");
     let wire = section("cfn-wire.log");
     assert!(wire.starts_with("== cfn-wire.log 644\n"), "{text}");
     // The SDK's awsQuery requests are POSTs to the endpoint: the parameters are in the

@@ -26,6 +26,13 @@ pub const BACKUPS: u32 = 5;
 pub const CMD_TARGET: &str = "cfn_cmd";
 pub const WIRE_TARGET: &str = "cfn_wire";
 
+/// The AWS SDK's own events (`aws_smithy_runtime`, `aws_sdk_*`, …) describe its
+/// orchestration, not what the tools do: the logs keep the reference's lines only, and
+/// the SDK's callsites are switched off so that they cost nothing.
+fn is_sdk_target(target: &str) -> bool {
+    target.starts_with("aws_")
+}
+
 /// A log file rotated like Python's `RotatingFileHandler(maxBytes=5 MiB, backupCount=5)`.
 pub struct RotatingFile {
     path: PathBuf,
@@ -233,6 +240,18 @@ impl Visit for Message<'_> {
 }
 
 impl<S: Subscriber> Layer<S> for FileLayer {
+    fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        if is_sdk_target(meta.target()) {
+            tracing::subscriber::Interest::never()
+        } else {
+            tracing::subscriber::Interest::always()
+        }
+    }
+
+    fn enabled(&self, meta: &tracing::Metadata<'_>, _ctx: Context<'_, S>) -> bool {
+        !is_sdk_target(meta.target())
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         let demoted = {

@@ -18,7 +18,7 @@ use crate::imds::{Imds, ImdsError};
 use crate::retry::{self, Policy, Verdict};
 use crate::{runtime, sdk_http, sigv4, xml};
 use aws_sdk_cloudformation::config::interceptors::BeforeTransmitInterceptorContextMut;
-use aws_sdk_cloudformation::config::retry::RetryConfig;
+use aws_sdk_cloudformation::config::retry::{ReconnectMode, RetryConfig};
 use aws_sdk_cloudformation::config::timeout::TimeoutConfig;
 use aws_sdk_cloudformation::config::{
     BehaviorVersion, ConfigBag, IdentityCache, Intercept, Region, RuntimeComponents, StalledStreamProtectionConfig,
@@ -170,7 +170,10 @@ impl CloudFormation {
                 .region(Region::new(self.region.clone()))
                 .endpoint_url(self.endpoint.clone())
                 .http_client(sdk_http::client(self.http.clone()))
-                .retry_config(RetryConfig::disabled())
+                // One attempt; and no "connection poisoning" after a 5xx: the SDK cannot
+                // reach our HTTP stack's connections (it would only log an error), and
+                // reqwest drops a connection that failed.
+                .retry_config(RetryConfig::disabled().with_reconnect_mode(ReconnectMode::ReuseAllConnections))
                 .timeout_config(TimeoutConfig::disabled())
                 .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
                 // Keys are a snapshot and the instance identity is kept by `Imds`.
