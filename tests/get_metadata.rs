@@ -36,15 +36,19 @@ fn prints_the_whole_metadata_as_pretty_json_in_document_order() {
     run.stdout_is(&expected);
     assert!(run.stdout.starts_with("{\n    \"AWS::CloudFormation::Init\": {\n        \"config\""), "{run}");
     assert!(run.stdout.contains(r#""unicode": "caf\u00e9 \ud83d\ude00""#), "{run}");
-    // The request carried SigV4 and the reference's query-protocol form.
+    // The request went through aws-sdk-cloudformation: the awsQuery protocol (a POST form,
+    // an XML answer), SigV4 (validated by the emulator), our user agent (NET-06).
     let requests = emulator.requests_for(&stack);
     let describe =
         requests.iter().find(|r| r["action"] == "DescribeStackResource").expect("a DescribeStackResource request");
-    assert_eq!(describe["method"], "GET");
+    assert_eq!(describe["method"], "POST");
+    assert_eq!(describe["status"], 200);
     assert_eq!(describe["auth_scheme"], "AWS4-HMAC-SHA256");
-    assert_eq!(describe["query"]["ContentType"], "JSON");
-    assert_eq!(describe["query"]["Version"], "2010-05-15");
-    assert_eq!(describe["accept"], "application/json");
+    assert_eq!(describe["form"]["Action"], "DescribeStackResource", "{describe}");
+    assert_eq!(describe["form"]["Version"], "2010-05-15");
+    assert_eq!(describe["form"]["StackName"], stack.as_str());
+    assert_eq!(describe["form"]["LogicalResourceId"], "Instance");
+    assert!(describe["form"].get("ContentType").is_none() && describe["query"].get("Action").is_none(), "{describe}");
     assert!(describe["user_agent"].as_str().unwrap().starts_with("CfnTools/"), "{describe}");
 }
 
@@ -276,15 +280,18 @@ fn an_unreachable_endpoint_is_retried_five_times_then_reported() {
 #[test]
 fn malformed_metadata_is_a_clear_error() {
     // The emulator passes metadata through; a resource whose metadata is a plain
-    // string is valid JSON, so corrupt it with a fault body instead.
+    // string is valid JSON, so corrupt it with a fault body (the service's XML answer)
+    // instead.
     let emulator = Emulator::shared();
     let stack = stack_with_metadata(&emulator);
-    let body = json!({"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {
-        "LogicalResourceId": "Instance", "ResourceType": "AWS::EC2::Instance", "ResourceStatus": "CREATE_COMPLETE",
-        "LastUpdatedTimestamp": 1.7e9, "Metadata": "{not json"}}}});
+    let body = "<DescribeStackResourceResponse xmlns=\"http://cloudformation.amazonaws.com/doc/2010-05-15/\">\
+        <DescribeStackResourceResult><StackResourceDetail><LogicalResourceId>Instance</LogicalResourceId>\
+        <ResourceType>AWS::EC2::Instance</ResourceType><ResourceStatus>CREATE_COMPLETE</ResourceStatus>\
+        <LastUpdatedTimestamp>2023-11-14T22:13:20.000Z</LastUpdatedTimestamp><Metadata>{not json</Metadata>\
+        </StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>";
     emulator.post_json(
         "/_emu/faults",
-        &json!({"action": "DescribeStackResource", "stack": stack, "status": 200, "body": body.to_string(), "content_type": "application/json", "count": 1}),
+        &json!({"action": "DescribeStackResource", "stack": stack, "status": 200, "body": body, "content_type": "text/xml", "count": 1}),
     );
     let sandbox = Sandbox::new();
     let run = sandbox.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run();

@@ -436,7 +436,7 @@ fn one_call_per_resource_per_pass_and_resources_in_progress_wait() {
     ));
     hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
     let calls = hup.describe_calls();
-    let ids: Vec<&str> = calls.iter().filter_map(|c| c["query"]["LogicalResourceId"].as_str()).collect();
+    let ids: Vec<&str> = calls.iter().filter_map(|c| c["form"]["LogicalResourceId"].as_str()).collect();
     assert_eq!(ids, ["Instance", "Waiting"], "one call per resource");
     assert_eq!(
         hup.marks().iter().map(|m| m.split(' ').next().unwrap().to_string()).collect::<Vec<_>>(),

@@ -33,6 +33,11 @@ fn assert_identity_signed(run: &Run, requests: &serde_json::Value) {
     run.code(0).stdout_is("hello\n").stderr_is("");
     let describe = requests.as_array().unwrap().iter().find(|r| r["action"] == "DescribeStackResource").unwrap();
     assert_eq!(describe["auth_scheme"], "CFN_V1", "{describe}");
+    // Through aws-sdk-cloudformation (a POST form) with the instance-identity auth scheme:
+    // the header holds the instance's document, and nothing of SigV4 is sent.
+    assert_eq!((&describe["method"], &describe["form"]["Action"]), (&json!("POST"), &json!("DescribeStackResource")));
+    assert_eq!(describe["identity_instance"], "i-0123456789abcdef0", "{describe}");
+    assert_eq!((&describe["amz_date"], &describe["security_token"]), (&json!(false), &json!(false)), "{describe}");
 }
 
 #[test]
@@ -77,4 +82,50 @@ fn falls_back_to_imdsv1_when_the_token_call_is_refused() {
     });
     assert_identity_signed(&run, &requests);
     assert!(imds.as_array().unwrap().iter().filter(|r| r["method"] == "GET").all(|r| r["token"] == false), "{imds:#}");
+}
+
+#[test]
+fn instance_identity_calls_are_retried_and_an_identity_failure_is_reported() {
+    let (retried, after_retry, broken, after_broken) = in_private_network(|| {
+        let emulator =
+            Emulator::start_at(&["--imds-host", "169.254.169.254", "--imds-port", "80", "--port", "5000"], 5000);
+        let stack = emulator.create_stack("retry-stack", &instance_template(&json!({"app": {"greeting": "hello"}})));
+        let get = || {
+            Sandbox::new()
+                .cmd("cfn-get-metadata")
+                .env_remove("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+                .args(["-s", &stack, "-r", "Instance", "-k", "app.greeting", "--url", &emulator.url])
+                .run()
+        };
+        // NET-03: a throttled answer is retried by our policy (the SDK's own retries are off),
+        // and every attempt carries the instance identity.
+        emulator.post_json(
+            "/_emu/faults",
+            &json!({"action": "DescribeStackResource", "stack": stack, "status": 400, "code": "Throttling", "message": "Rate exceeded", "type": "Sender", "count": 1}),
+        );
+        let retried = get();
+        let after_retry = json!(emulator.requests_for(&stack));
+        // An instance whose identity cannot be read: a terminal error, reported as such,
+        // and nothing is sent to CloudFormation.
+        emulator.post_json(
+            "/_emu/faults",
+            &json!({"path": "/latest/dynamic/instance-identity/signature", "status": 404, "count": -1}),
+        );
+        let broken = get();
+        (retried, after_retry, broken, json!(emulator.requests_for(&stack)))
+    });
+    retried.code(0).stdout_is("hello\n").stderr_is("");
+    let attempts: Vec<_> =
+        after_retry.as_array().unwrap().iter().filter(|r| r["action"] == "DescribeStackResource").collect();
+    assert_eq!(attempts.iter().map(|r| r["status"].as_u64().unwrap()).collect::<Vec<_>>(), [400, 200], "{attempts:#?}");
+    assert!(attempts.iter().all(|r| r["auth_scheme"] == "CFN_V1" && r["method"] == "POST"), "{attempts:#?}");
+
+    broken.code(1).stdout_is("");
+    assert_eq!(
+        broken.stderr,
+        "Could not sign the request with the instance identity: \
+         /latest/dynamic/instance-identity/signature was not found in the instance metadata\n",
+        "{broken}"
+    );
+    assert_eq!(after_broken.as_array().unwrap().len(), after_retry.as_array().unwrap().len(), "{after_broken:#}");
 }

@@ -28,8 +28,8 @@ fn command_line_proxy_carries_the_api_call() {
     // The proxy refuses CONNECT to ports that are not its SSL ports, as squid does by
     // default: a plain-http call goes in absolute form, never through a tunnel (NET-02).
     let request = &proxy.requests()[0];
-    assert_eq!(request.method, "GET");
-    assert!(request.target.starts_with(&format!("{}/?", emulator.url)), "{request:?}");
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.target, format!("{}/", emulator.url), "{request:?}");
 }
 
 #[test]

@@ -231,15 +231,18 @@ fn exit_code_zero_completes_a_creation_policy_with_keys() {
         (&json!("SignalResource"), &json!("Instance"), &json!("web-1"), &json!("SUCCESS"))
     );
     assert_eq!(signals[0]["accepted"], true);
-    // API-02 on the wire: SigV4-signed (the emulator validated it), the reference's
-    // query parameters.
+    // API-02 on the wire: through aws-sdk-cloudformation (awsQuery: a POST form),
+    // SigV4-signed (the emulator validated it), one attempt.
     let requests = signal_requests(&emulator, &stack);
     assert_eq!(requests.len(), 1, "{requests:#?}");
     assert_eq!(requests[0]["auth_scheme"], "AWS4-HMAC-SHA256");
     assert_eq!(requests[0]["status"], 200);
-    assert_eq!(requests[0]["method"], "GET");
-    assert_eq!(requests[0]["query"]["ContentType"], "JSON");
-    assert_eq!(requests[0]["query"]["Version"], "2010-05-15");
+    assert_eq!(requests[0]["method"], "POST");
+    let form = &requests[0]["form"];
+    assert_eq!(
+        (&form["Action"], &form["Version"], &form["LogicalResourceId"], &form["UniqueId"], &form["Status"]),
+        (&json!("SignalResource"), &json!("2010-05-15"), &json!("Instance"), &json!("web-1"), &json!("SUCCESS"))
+    );
     // LOG-07: the tool log is at DEBUG and tells what was sent.
     let log = sandbox.log("cfn-init.log");
     assert!(

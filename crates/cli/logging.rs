@@ -26,6 +26,20 @@ pub const BACKUPS: u32 = 5;
 pub const CMD_TARGET: &str = "cfn_cmd";
 pub const WIRE_TARGET: &str = "cfn_wire";
 
+/// The AWS SDK's own events (`aws_smithy_runtime`, `aws_sdk_*`, …: interceptors, phases,
+/// retry checkpoints, endpoint rules, some sixty lines per call) describe its
+/// orchestration, not what the tools do: their callsites are switched off so that they
+/// cost nothing. aws-config's credential providers are the exception: what they say
+/// ("failed to load base credentials", …) is kept as DEBUG detail under our own error
+/// line, which already names the credential source and the reason.
+fn is_sdk_target(target: &str) -> bool {
+    target.starts_with("aws_") && !is_credential_provider(target)
+}
+
+fn is_credential_provider(target: &str) -> bool {
+    target.starts_with("aws_config")
+}
+
 /// A log file rotated like Python's `RotatingFileHandler(maxBytes=5 MiB, backupCount=5)`.
 pub struct RotatingFile {
     path: PathBuf,
@@ -137,11 +151,6 @@ static LEVEL_OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8
 /// Targets whose events go to the main log at DEBUG whatever their level (`demote`).
 static DEMOTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
-/// Targets of the AWS SDK's crates (aws-smithy-*, aws-sdk-*, aws-types, …): not logged.
-const SDK_TARGETS: &str = "aws_";
-/// aws-config's credential providers: logged at DEBUG.
-const SDK_CONFIG_TARGET: &str = "aws_config";
-
 fn level_code(level: Level) -> u8 {
     match level {
         Level::ERROR => 1,
@@ -238,17 +247,21 @@ impl Visit for Message<'_> {
 }
 
 impl<S: Subscriber> Layer<S> for FileLayer {
+    fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        if is_sdk_target(meta.target()) {
+            tracing::subscriber::Interest::never()
+        } else {
+            tracing::subscriber::Interest::always()
+        }
+    }
+
+    fn enabled(&self, meta: &tracing::Metadata<'_>, _ctx: Context<'_, S>) -> bool {
+        !is_sdk_target(meta.target())
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
-        // The AWS SDK's step-by-step narrative (interceptors, phases, retry checkpoints,
-        // endpoint rules: some sixty lines per call) would bury the log, even at DEBUG;
-        // aws-config's ("failed to load base credentials", …) is detail: our error line
-        // already names the credential source and the reason.
-        let target = meta.target();
-        if target.starts_with(SDK_TARGETS) && !target.starts_with(SDK_CONFIG_TARGET) {
-            return;
-        }
-        let demoted = target.starts_with(SDK_CONFIG_TARGET) || {
+        let demoted = is_credential_provider(meta.target()) || {
             let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
             !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))
         };

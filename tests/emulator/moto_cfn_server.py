@@ -1043,8 +1043,10 @@ def journal_http(environ, listener, kind, query, form, sqs_json=None):
         "query": query, "form": form, "auth_scheme": auth[0] if auth else None,
         "user_agent": environ.get("HTTP_USER_AGENT"), "accept": environ.get("HTTP_ACCEPT"),
         "content_type": environ.get("CONTENT_TYPE") or None, "host": environ.get("HTTP_HOST"),
-        "security_token": "HTTP_X_AMZ_SECURITY_TOKEN" in environ,
-        "access_key": signer.group(1) if signer else None})
+        "security_token": "HTTP_X_AMZ_SECURITY_TOKEN" in environ, "amz_date": "HTTP_X_AMZ_DATE" in environ,
+        "access_key": signer.group(1) if signer else None,
+        # CFN_V1: the instance id of the identity document the header carries
+        "identity_instance": cfn_v1_document(" ".join(auth)).get("instanceId") if auth[:1] == ["CFN_V1"] else None})
 
 
 def journal_imds(environ, listener):

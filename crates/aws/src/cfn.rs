@@ -1,18 +1,34 @@
-//! The CloudFormation query API as the reference speaks it (API-01..05, API-07):
-//! GET requests with the parameters in the query string and `ContentType=JSON`, answers
-//! in JSON, errors as `{"Error": {"Code", "Message", "Type"}}`. One small client serves
-//! every action the tools need, including the listener and command actions that no SDK
-//! models; requests are signed with SigV4 or the instance identity (CRED-03, CRED-04),
-//! and retried by the reference's rules (NET-03).
+//! The CloudFormation API (API-01..05, API-07), retried by the reference's rules (NET-03)
+//! and signed with SigV4 or the instance identity (CRED-03, CRED-04).
+//!
+//! DescribeStackResource and SignalResource go through `aws-sdk-cloudformation` (the
+//! awsQuery protocol: a POST form, an XML answer), over our HTTP stack (`sdk_http`),
+//! built from explicit configuration: no configuration files, no SDK retries or
+//! timeouts (`retry::run` and `http::ATTEMPT_TIMEOUT` bound every call), and for the
+//! instance identity an auth scheme of our own (`cfn_v1_auth`). The listener and
+//! command actions are not in the service's public model: they, and anything else a
+//! caller names, use the query API as the reference speaks it (`CloudFormation::call`:
+//! GET, the parameters in the query string, `ContentType=JSON`, answers in JSON, errors as
+//! `{"Error": {"Code", "Message", "Type"}}`).
 
+use crate::cfn_v1_auth;
 use crate::credentials::{Credentials, Signer};
 use crate::http::{self, HttpClient, TransportError};
 use crate::imds::{Imds, ImdsError};
 use crate::retry::{self, Policy, Verdict};
-use crate::sigv4;
+use crate::{runtime, sdk_http, sigv4, xml};
+use aws_sdk_cloudformation::config::interceptors::BeforeTransmitInterceptorContextMut;
+use aws_sdk_cloudformation::config::retry::{ReconnectMode, RetryConfig};
+use aws_sdk_cloudformation::config::timeout::TimeoutConfig;
+use aws_sdk_cloudformation::config::{
+    BehaviorVersion, ConfigBag, IdentityCache, Intercept, Region, RuntimeComponents, StalledStreamProtectionConfig,
+};
+use aws_sdk_cloudformation::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 const API_VERSION: &str = "2010-05-15";
 
@@ -70,11 +86,21 @@ pub struct CloudFormation {
     http: Arc<HttpClient>,
     imds: Arc<Imds>,
     retry: Policy,
+    /// The SDK's client, built on the first call that needs it.
+    sdk: OnceLock<aws_sdk_cloudformation::Client>,
 }
 
 impl CloudFormation {
     pub fn new(endpoint: String, region: &str, signer: Signer, http: Arc<HttpClient>, imds: Arc<Imds>) -> Self {
-        CloudFormation { endpoint, region: region.to_string(), signer, http, imds, retry: Policy::API }
+        CloudFormation {
+            endpoint,
+            region: region.to_string(),
+            signer,
+            http,
+            imds,
+            retry: Policy::API,
+            sdk: OnceLock::new(),
+        }
     }
 
     pub fn with_retry(mut self, retry: Policy) -> Self {
@@ -86,21 +112,87 @@ impl CloudFormation {
         &self.endpoint
     }
 
-    /// DescribeStackResource (API-01).
+    /// DescribeStackResource (API-01), through the SDK.
     pub fn describe_stack_resource(&self, stack: &str, logical_id: &str) -> Result<StackResourceDetail, Error> {
         let action = "DescribeStackResource";
-        let answer = self.call(action, &[("StackName", stack), ("LogicalResourceId", logical_id)], true)?;
-        parse_detail(action, &answer)
+        let output = self.sdk_call(action, || {
+            self.sdk().describe_stack_resource().stack_name(stack).logical_resource_id(logical_id).send()
+        })?;
+        let detail = output
+            .stack_resource_detail()
+            .ok_or_else(|| Error::Malformed { action: action.into(), reason: "no StackResourceDetail".into() })?;
+        detail_of(action, detail)
     }
 
-    /// SignalResource (API-02).
+    /// SignalResource (API-02), through the SDK. `status` is sent as given (the service
+    /// refuses what is neither SUCCESS nor FAILURE).
     pub fn signal_resource(&self, stack: &str, logical_id: &str, unique_id: &str, status: &str) -> Result<(), Error> {
-        self.call(
-            "SignalResource",
-            &[("StackName", stack), ("LogicalResourceId", logical_id), ("UniqueId", unique_id), ("Status", status)],
-            true,
-        )
+        let status = aws_sdk_cloudformation::types::ResourceSignalStatus::from(status);
+        self.sdk_call("SignalResource", || {
+            self.sdk()
+                .signal_resource()
+                .stack_name(stack)
+                .logical_resource_id(logical_id)
+                .unique_id(unique_id)
+                .status(status.clone())
+                .send()
+        })
         .map(drop)
+    }
+
+    /// One SDK operation under the reference's retry policy: `send` makes one attempt.
+    fn sdk_call<T, E, F>(&self, action: &str, send: impl Fn() -> F) -> Result<T, Error>
+    where
+        F: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        let endpoint = http::redact_url(&self.endpoint);
+        // A malformed `--url` is a configuration mistake, worded as for every request.
+        http::split_url(&self.endpoint).map_err(|source| Error::Transport { endpoint: endpoint.clone(), source })?;
+        retry::run(
+            &self.retry,
+            action,
+            || {
+                tracing::debug!("Calling {action} at {endpoint}");
+                runtime::block_on(send()).map_err(|e| sdk_error(action, &endpoint, e))
+            },
+            Error::verdict,
+        )
+    }
+
+    /// The SDK's client: region, endpoint and HTTP client given explicitly (nothing read
+    /// from the environment or files, no trust store loaded for an http endpoint), one
+    /// attempt per call, signed with the snapshot of keys or the instance identity.
+    fn sdk(&self) -> &aws_sdk_cloudformation::Client {
+        self.sdk.get_or_init(|| {
+            let mut config = aws_sdk_cloudformation::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new(self.region.clone()))
+                .endpoint_url(self.endpoint.clone())
+                .http_client(sdk_http::client(self.http.clone()))
+                // One attempt; and no "connection poisoning" after a 5xx: the SDK cannot
+                // reach our HTTP stack's connections (it would only log an error), and
+                // reqwest drops a connection that failed.
+                .retry_config(RetryConfig::disabled().with_reconnect_mode(ReconnectMode::ReuseAllConnections))
+                .timeout_config(TimeoutConfig::disabled())
+                .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+                // Keys are a snapshot and the instance identity is kept by `Imds`.
+                .identity_cache(IdentityCache::no_cache())
+                .interceptor(OurUserAgent);
+            config = match &self.signer {
+                Signer::SigV4(credentials) => config.credentials_provider(aws_credential_types::Credentials::new(
+                    credentials.access_key.clone(),
+                    credentials.secret_key.clone(),
+                    credentials.session_token.clone(),
+                    None,
+                    "cfn-bootstrap",
+                )),
+                Signer::InstanceIdentity => config
+                    .push_auth_scheme(cfn_v1_auth::InstanceIdentityScheme::new(self.imds.clone()))
+                    .auth_scheme_resolver(cfn_v1_auth::OnlyInstanceIdentity),
+            };
+            aws_sdk_cloudformation::Client::from_conf(config.build())
+        })
     }
 
     /// ElectCommandLeader (API-05): which listener runs a singleton command invocation.
@@ -221,6 +313,143 @@ impl CloudFormation {
     }
 }
 
+/// NET-06: API calls carry the `CfnTools/` user agent of our HTTP client, not the SDK's.
+/// Removed after signing (SigV4 never signs `User-Agent`), so that the client's own applies.
+#[derive(Debug)]
+struct OurUserAgent;
+
+impl Intercept for OurUserAgent {
+    fn name(&self) -> &'static str {
+        "OurUserAgent"
+    }
+
+    fn modify_before_transmit(
+        &self,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        context.request_mut().headers_mut().remove("user-agent");
+        Ok(())
+    }
+}
+
+/// The first error of type `T` in `error`'s chain of causes.
+fn find_cause<'a, T: std::error::Error + 'static>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// An SDK error in the terms of the query API's errors, so that the retry verdict and
+/// the message are the reference's: an error answer is `<Code>: <Message>` with its HTTP
+/// status and `Sender`/`Receiver` type (API-07), an answer without a readable error is
+/// `Unknown: HTTP <status> …`, no answer at all is `Could not reach <endpoint>: …`.
+fn sdk_error<E>(action: &str, endpoint: &str, error: SdkError<E, HttpResponse>) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(imds) = find_cause::<ImdsError>(&error) {
+        return Error::Identity(imds.clone());
+    }
+    let transport = |source| Error::Transport { endpoint: endpoint.to_string(), source };
+    match &error {
+        SdkError::DispatchFailure(failure) => {
+            let connector = failure.as_connector_error();
+            match connector.and_then(|c| find_cause::<TransportError>(c)) {
+                Some(source) => transport(source.clone()),
+                None if failure.is_timeout() => transport(TransportError::new("Request timed out")),
+                None => transport(TransportError::new(match connector {
+                    Some(c) => http::innermost(c),
+                    None => http::innermost(&error),
+                })),
+            }
+        }
+        SdkError::TimeoutError(_) => transport(TransportError::new("Request timed out")),
+        SdkError::ServiceError(service) => {
+            answer_error(action, service.raw(), service.err().code(), service.err().message(), &error)
+        }
+        SdkError::ResponseError(response) => answer_error(action, response.raw(), None, None, &error),
+        _ => Error::Malformed { action: action.into(), reason: http::innermost(&error) },
+    }
+}
+
+/// An answer that the SDK could not turn into the operation's output.
+fn answer_error(
+    action: &str,
+    raw: &HttpResponse,
+    code: Option<&str>,
+    message: Option<&str>,
+    error: &(dyn std::error::Error + 'static),
+) -> Error {
+    let status = raw.status().as_u16();
+    let text = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Error::Malformed {
+            action: action.into(),
+            reason: format!("unreadable answer: {}", http::innermost(error)),
+        };
+    }
+    // The SDK reads Code and Message but not Type, which decides the retry (NET-03).
+    let code = code.map(str::to_string).or_else(|| xml::element(&text, "Code")).filter(|c| !c.is_empty());
+    match code {
+        Some(code) => Error::Remote {
+            status,
+            message: message.map(str::to_string).or_else(|| xml::element(&text, "Message")).unwrap_or_default(),
+            sender_fault: xml::element(&text, "Type").as_deref() == Some("Sender"),
+            code,
+        },
+        None => Error::Remote {
+            status,
+            code: "Unknown".into(),
+            message: http::unreadable_answer(status, &text),
+            sender_fault: false,
+        },
+    }
+}
+
+/// The SDK's `StackResourceDetail` in ours: the timestamp to the nanosecond the answer
+/// gave, the metadata parsed in document order.
+fn detail_of(
+    action: &str,
+    detail: &aws_sdk_cloudformation::types::StackResourceDetail,
+) -> Result<StackResourceDetail, Error> {
+    let malformed = |reason: String| Error::Malformed { action: action.into(), reason };
+    let required = |value: Option<&str>, name: &str| {
+        value.map(str::to_string).ok_or_else(|| malformed(format!("StackResourceDetail has no {name}")))
+    };
+    let last_updated = detail
+        .last_updated_timestamp()
+        .and_then(|t| DateTime::from_timestamp(t.secs(), t.subsec_nanos()))
+        .ok_or_else(|| malformed("StackResourceDetail has no LastUpdatedTimestamp".into()))?;
+    Ok(StackResourceDetail {
+        logical_resource_id: required(detail.logical_resource_id(), "LogicalResourceId")?,
+        physical_resource_id: detail.physical_resource_id().map(str::to_string),
+        resource_type: required(detail.resource_type(), "ResourceType")?,
+        resource_status: required(detail.resource_status().map(|s| s.as_str()), "ResourceStatus")?,
+        last_updated,
+        metadata: parse_metadata(action, detail.metadata())?,
+        stack_id: detail.stack_id().map(str::to_string),
+        stack_name: detail.stack_name().map(str::to_string),
+    })
+}
+
+/// The resource's `Metadata` string as JSON, `None` when empty or absent.
+fn parse_metadata(action: &str, text: Option<&str>) -> Result<Option<Value>, Error> {
+    match text.filter(|m| !m.trim().is_empty()) {
+        Some(m) => serde_json::from_str(m).map(Some).map_err(|e| Error::Malformed {
+            action: action.into(),
+            reason: format!("the resource's Metadata is not valid JSON: {e}"),
+        }),
+        None => Ok(None),
+    }
+}
+
 /// API-07: `{"Error": {"Code", "Message", "Type"}}`; an unreadable error body is a
 /// retriable `Unknown` error, as in the reference.
 fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
@@ -240,37 +469,6 @@ fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
             sender_fault: false,
         },
     }
-}
-
-fn parse_detail(action: &str, answer: &Value) -> Result<StackResourceDetail, Error> {
-    let malformed = |reason: String| Error::Malformed { action: action.into(), reason };
-    let detail = answer
-        .pointer("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail")
-        .ok_or_else(|| malformed("no StackResourceDetail".into()))?;
-    let text = |name: &str| detail.get(name).and_then(Value::as_str).map(str::to_string);
-    let required = |name: &str| text(name).ok_or_else(|| malformed(format!("StackResourceDetail has no {name}")));
-    let timestamp = detail
-        .get("LastUpdatedTimestamp")
-        .and_then(Value::as_f64)
-        .and_then(|secs| DateTime::from_timestamp_micros((secs * 1e6).round() as i64))
-        .ok_or_else(|| malformed("StackResourceDetail has no LastUpdatedTimestamp".into()))?;
-    let metadata = match text("Metadata").filter(|m| !m.trim().is_empty()) {
-        Some(m) => Some(
-            serde_json::from_str(&m)
-                .map_err(|e| malformed(format!("the resource's Metadata is not valid JSON: {e}")))?,
-        ),
-        None => None,
-    };
-    Ok(StackResourceDetail {
-        logical_resource_id: required("LogicalResourceId")?,
-        physical_resource_id: text("PhysicalResourceId"),
-        resource_type: required("ResourceType")?,
-        resource_status: required("ResourceStatus")?,
-        last_updated: timestamp,
-        metadata,
-        stack_id: text("StackId"),
-        stack_name: text("StackName"),
-    })
 }
 
 #[cfg(test)]
@@ -323,30 +521,76 @@ mod tests {
     }
 
     #[test]
-    fn parses_stack_resource_detail() {
-        let answer = json!({"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {
-            "LogicalResourceId": "Instance", "PhysicalResourceId": "i-1", "ResourceType": "AWS::EC2::Instance",
-            "ResourceStatus": "CREATE_COMPLETE", "LastUpdatedTimestamp": 1.5e9,
-            "Metadata": "{\"b\": 1, \"a\": {}}", "StackName": "s"}}}});
-        let d = parse_detail("DescribeStackResource", &answer).unwrap();
+    fn converts_the_sdk_detail() {
+        use aws_sdk_cloudformation::types::{ResourceStatus, StackResourceDetail as Sdk};
+        let sdk = Sdk::builder()
+            .logical_resource_id("Instance")
+            .physical_resource_id("i-1")
+            .resource_type("AWS::EC2::Instance")
+            .resource_status(ResourceStatus::CreateComplete)
+            .last_updated_timestamp(aws_smithy_types::DateTime::from_secs_and_nanos(1_500_000_000, 123_000_000))
+            .metadata("{\"b\": 1, \"a\": {}}")
+            .stack_name("s")
+            .build();
+        let d = detail_of("DescribeStackResource", &sdk).unwrap();
         assert_eq!(d.logical_resource_id, "Instance");
-        assert_eq!(d.last_updated.timestamp(), 1_500_000_000);
+        assert_eq!(d.resource_status, "CREATE_COMPLETE");
+        assert_eq!(d.last_updated.timestamp_millis(), 1_500_000_000_123);
         assert_eq!(serde_json::to_string(d.metadata.as_ref().unwrap()).unwrap(), r#"{"b":1,"a":{}}"#);
 
-        let mut no_metadata = answer.clone();
-        no_metadata
-            .pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail")
-            .unwrap()
-            .as_object_mut()
-            .unwrap()
-            .remove("Metadata");
-        assert_eq!(parse_detail("DescribeStackResource", &no_metadata).unwrap().metadata, None);
-
-        let mut bad = answer.clone();
-        *bad.pointer_mut("/DescribeStackResourceResponse/DescribeStackResourceResult/StackResourceDetail/Metadata")
-            .unwrap() = json!("{nope");
-        assert!(
-            parse_detail("DescribeStackResource", &bad).unwrap_err().to_string().contains("Metadata is not valid JSON")
+        let no_metadata = Sdk::builder()
+            .logical_resource_id("Instance")
+            .resource_type("T")
+            .resource_status(ResourceStatus::CreateComplete)
+            .last_updated_timestamp(aws_smithy_types::DateTime::from_secs(1))
+            .build();
+        assert_eq!(detail_of("DescribeStackResource", &no_metadata).unwrap().metadata, None);
+        let no_type = Sdk::builder()
+            .logical_resource_id("Instance")
+            .resource_status(ResourceStatus::CreateComplete)
+            .last_updated_timestamp(aws_smithy_types::DateTime::from_secs(1))
+            .build();
+        assert_eq!(
+            detail_of("DescribeStackResource", &no_type).unwrap_err().to_string(),
+            "Unexpected answer to DescribeStackResource: StackResourceDetail has no ResourceType"
         );
+        assert!(
+            parse_metadata("DescribeStackResource", Some("{nope"))
+                .unwrap_err()
+                .to_string()
+                .contains("Metadata is not valid JSON")
+        );
+    }
+
+    fn raw(status: u16, body: &str) -> HttpResponse {
+        HttpResponse::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
+            aws_smithy_types::body::SdkBody::from(body.to_string()),
+        )
+    }
+
+    #[test]
+    fn query_error_answers_keep_code_message_and_type() {
+        let e = TransportError::new("x");
+        let xml = |kind: &str, code: &str| {
+            format!(
+                "<ErrorResponse xmlns=\"http://cloudformation.amazonaws.com/doc/2010-05-15/\"><Error><Type>{kind}</Type>\
+                 <Code>{code}</Code><Message>Stack a &amp; b does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>"
+            )
+        };
+        let missing = answer_error("A", &raw(400, &xml("Sender", "ValidationError")), None, None, &e);
+        assert_eq!(missing.to_string(), "ValidationError: Stack a & b does not exist");
+        assert_eq!(missing.verdict(), Verdict::Terminal);
+        let throttled =
+            answer_error("A", &raw(400, &xml("Sender", "Throttling")), Some("Throttling"), Some("Rate"), &e);
+        assert_eq!((throttled.to_string().as_str(), throttled.verdict()), ("Throttling: Rate", Verdict::Throttled));
+        let internal = answer_error("A", &raw(500, &xml("Receiver", "InternalFailure")), None, None, &e);
+        assert_eq!(internal.verdict(), Verdict::Retriable);
+        let unreadable = answer_error("A", &raw(502, "<html>Bad Gateway</html>\nmore"), None, None, &e);
+        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
+        assert_eq!(unreadable.verdict(), Verdict::Retriable);
+        let garbled = answer_error("A", &raw(200, "not xml"), None, None, &e);
+        assert_eq!(garbled.verdict(), Verdict::Terminal);
+        assert!(garbled.to_string().starts_with("Unexpected answer to A: "), "{garbled}");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod cfn;
+pub mod cfn_v1_auth;
 pub mod credentials;
 pub mod download;
 pub mod endpoint;
