@@ -14,9 +14,8 @@ use cfn_aws::retry::{Policy, Verdict};
 use cfn_aws::{DownloadError, Downloader, Imds, ProxyOptions};
 use common::{ACCESS_KEY, Emulator, RecordingProxy, SECRET_KEY};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn no_sleep(_: Duration) {}
@@ -174,37 +173,13 @@ fn a_named_block_wins_over_the_bucket_default_and_unknown_names_fall_back() {
 }
 
 /// What a local server saw: one request head per connection.
-type Seen = Arc<Mutex<Vec<String>>>;
+type Seen = common::Heads;
 
 /// A one-request-per-connection HTTP server on loopback; `answer(n, head)` gives the raw
 /// bytes for the `n`th request (0-based) and the connection is closed after them.
 fn serve(answer: impl Fn(usize, &str) -> Vec<u8> + Send + 'static) -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen: Seen = Arc::default();
-    let record = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut head = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                head.push_str(&line);
-            }
-            let n = {
-                let mut seen = record.lock().unwrap();
-                seen.push(head.clone());
-                seen.len() - 1
-            };
-            let mut stream = stream;
-            let _ = stream.write_all(&answer(n, &head));
-            let _ = stream.flush();
-        }
-    });
-    (url, seen)
+    let (address, seen) = common::serve_recorded("127.0.0.1", answer);
+    (format!("http://{address}"), seen)
 }
 
 fn response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {

@@ -73,6 +73,14 @@ impl Commands {
         self.sandbox.cmd("cfn-hup").arg("-c").arg(&self.dir).arg("-v").env("AWS_ENDPOINT_URL_SQS", &self.emulator.url)
     }
 
+    /// `cfn-hup -F` in the background, its long poll `wait` seconds; killed when the
+    /// guard goes.
+    fn service(&self, wait: &str) -> Service {
+        let mut cmd = self.cmd().arg("-F").env(WAIT_VAR, wait).env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
+        cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        Service(cmd.cmd.spawn().expect("start cfn-hup -F"))
+    }
+
     /// One `--no-daemon` run (one receive round).
     fn once(&self) -> Run {
         let run = self.cmd().arg("--no-daemon").env(WAIT_VAR, "1").run();
@@ -232,6 +240,16 @@ fn a_command_runs_with_its_environment_and_the_result_reaches_the_result_queue()
 /// result goes to the SQS endpoint of the listener's region (here the emulator, through
 /// `AWS_ENDPOINT_URL_SQS`) with that URL as a parameter, and the host the URL names gets
 /// no request, so never the listener's credentials. The log says where the result went.
+/// A cfn-hup service started by a test, killed when the test ends however it ends.
+struct Service(std::process::Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_result_queue_on_another_host_gets_no_request() {
     let setup = Commands::new(&hook("h", "deploy", "echo done", ""));
@@ -492,17 +510,7 @@ fn the_service_runs_commands_and_stops_promptly_on_sigterm() {
     let marks = setup.marks_path();
     std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &format!("echo ran >> {}", marks.display()), ""))
         .unwrap();
-    let mut cmd = setup.cmd().arg("-F").env(WAIT_VAR, "2").env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
-    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = cmd.cmd.spawn().expect("start cfn-hup -F");
-    struct Kill<'a>(&'a mut std::process::Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let guard = Kill(&mut child);
+    let mut guard = setup.service("2");
     setup.send(&setup.command("deploy", "inv-svc-1", json!({})));
     setup.send(&setup.command("deploy", "inv-svc-2", json!({})));
     // Results are collected as they arrive: a receive hides what it returned.
@@ -543,17 +551,7 @@ fn a_reload_during_the_long_poll_applies_to_the_next_command_and_sigterm_does_no
         .unwrap()
     };
     write_hook("old");
-    let mut cmd = setup.cmd().arg("-F").env(WAIT_VAR, "20").env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
-    cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = cmd.cmd.spawn().expect("start cfn-hup -F");
-    struct Kill<'a>(&'a mut std::process::Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let guard = Kill(&mut child);
+    let mut guard = setup.service("20");
     let pid = guard.0.id() as i32;
     let deadline = Instant::now() + Duration::from_secs(20);
     while !setup.log().contains("Command listener") {

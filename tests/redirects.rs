@@ -9,39 +9,17 @@
 mod common;
 use common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::sync::{Arc, Mutex};
 
 const PASSWORD: &str = "s3cret-password";
 /// `user:s3cret-password` in base64.
 const BASIC: &str = "Basic dXNlcjpzM2NyZXQtcGFzc3dvcmQ=";
 
-type Heads = Arc<Mutex<Vec<String>>>;
-
 /// A server on `ip` that records each request's head and answers with `answer(head)`.
 fn serve_on(ip: &str, answer: impl Fn(&str) -> String + Send + 'static) -> (u16, Heads) {
-    let listener = TcpListener::bind((ip, 0)).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let heads: Heads = Arc::default();
-    let record = heads.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut head = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                head.push_str(&line);
-            }
-            record.lock().unwrap().push(head.clone());
-            let mut stream = stream;
-            let _ = stream.write_all(answer(&head).as_bytes());
-        }
-    });
-    (port, heads)
+    let (address, heads) = serve_recorded(ip, move |_, head| answer(head).into_bytes());
+    (address.port(), heads)
 }
 
 fn ok(body: &str) -> String {

@@ -663,3 +663,41 @@ pub fn private_ca(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Path
     ]);
     (path("ca.pem"), path("server.pem"), path("server.key"))
 }
+
+/// The heads (request line and headers) of the requests a test server received.
+pub type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// An HTTP server on `ip` (any port) that records the head of each request and answers
+/// it with `answer(n, head)`, `n` counting requests from 0.
+pub fn serve_recorded(
+    ip: &str,
+    answer: impl Fn(usize, &str) -> Vec<u8> + Send + 'static,
+) -> (std::net::SocketAddr, Heads) {
+    use std::io::{BufRead, BufReader};
+    let listener = TcpListener::bind((ip, 0)).unwrap();
+    let address = listener.local_addr().unwrap();
+    let heads: Heads = Default::default();
+    let record = heads.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let n = {
+                let mut heads = record.lock().unwrap();
+                heads.push(head.clone());
+                heads.len() - 1
+            };
+            let mut stream = stream;
+            let _ = stream.write_all(&answer(n, &head));
+            let _ = stream.flush();
+        }
+    });
+    (address, heads)
+}
