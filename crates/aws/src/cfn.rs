@@ -153,6 +153,11 @@ impl CloudFormation {
             &self.retry,
             action,
             || {
+                if matches!(self.signer, Signer::InstanceIdentity) {
+                    // Read (once, blocking) here, where blocking is allowed: the SDK's auth
+                    // scheme then finds the header kept by `Imds`.
+                    self.imds.identity_authorization()?;
+                }
                 tracing::debug!("Calling {action} at {endpoint}");
                 runtime::block_on(send()).map_err(|e| sdk_error(action, &endpoint, e))
             },

@@ -65,9 +65,9 @@ impl AuthScheme for InstanceIdentityScheme {
     }
 }
 
-/// Reads the document and its signature from IMDS (once per process: `Imds` keeps the
-/// header). `Imds` is a blocking client, so it runs on the blocking pool; its errors
-/// (`ImdsError`) travel inside the SDK's error to be classified by the caller.
+/// The header `Imds` keeps once the document and its signature were read. `Imds` is a
+/// blocking client, so the caller fetches them before the SDK's (async) call
+/// (`CloudFormation::sdk_call`); here they are only read, with no thread and no I/O.
 struct DocumentResolver {
     imds: Arc<Imds>,
 }
@@ -80,12 +80,10 @@ impl fmt::Debug for DocumentResolver {
 
 impl ResolveIdentity for DocumentResolver {
     fn resolve_identity<'a>(&'a self, _: &'a RuntimeComponents, _: &'a ConfigBag) -> IdentityFuture<'a> {
-        let imds = self.imds.clone();
-        IdentityFuture::new(async move {
-            let header = tokio::task::spawn_blocking(move || imds.identity_authorization())
-                .await
-                .map_err(|e| BoxError::from(format!("instance identity lookup stopped: {e}")))??;
-            Ok(Identity::new(Header(header), None))
+        let header = self.imds.cached_identity_authorization();
+        IdentityFuture::ready(match header {
+            Some(header) => Ok(Identity::new(Header(header), None)),
+            None => Err(BoxError::from("the instance identity was not read before the call")),
         })
     }
 }

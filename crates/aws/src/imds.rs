@@ -145,6 +145,12 @@ impl Imds {
         Ok(header)
     }
 
+    /// The header of [`Self::identity_authorization`] if it was fetched already: what
+    /// async code (the SDK's auth scheme) may read without a blocking call.
+    pub fn cached_identity_authorization(&self) -> Option<String> {
+        self.session().identity_header.clone()
+    }
+
     /// Credentials of an instance-profile role, by name (CRED-05).
     pub fn role_credentials(&self, role: &str) -> Result<Credentials, ImdsError> {
         let path = format!("/latest/meta-data/iam/security-credentials/{role}");
