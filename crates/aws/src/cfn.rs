@@ -212,10 +212,9 @@ impl CloudFormation {
         listener: &str,
     ) -> Result<String, Error> {
         let action = "ElectCommandLeader";
-        let mut params = vec![("StackName", stack), ("CommandName", command), ("InvocationId", invocation)];
-        if matches!(self.signer, Signer::SigV4(_)) {
-            params.push(("ListenerId", listener));
-        }
+        // The query is sorted when it is signed and sent, so the order here is free.
+        let mut params = self.listener_params(stack, listener);
+        params.extend([("CommandName", command), ("InvocationId", invocation)]);
         let answer = self.call(action, &params, false)?;
         answer
             .pointer("/ElectCommandLeaderResponse/ElectCommandLeaderResult/ListenerId")
