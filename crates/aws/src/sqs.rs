@@ -129,8 +129,6 @@ impl Sqs {
         self
     }
 
-    /// Signs for (and calls the endpoint of) `region` whatever the queue URL says
-    /// (cfn-hup uses its `[main] region`).
     /// Sends to `url` instead of the region's endpoint (cfn-hup's `sqs_url`).
     pub fn with_endpoint(mut self, url: Option<&str>) -> Self {
         if let Some(url) = url.filter(|u| !u.trim().is_empty()) {
@@ -139,6 +137,8 @@ impl Sqs {
         self
     }
 
+    /// Signs for (and calls the endpoint of) `region` whatever the queue URL says
+    /// (cfn-hup uses its `[main] region`).
     pub fn with_region(mut self, region: &str) -> Self {
         self.region = Some(region.to_string());
         self
