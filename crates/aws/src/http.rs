@@ -154,6 +154,15 @@ fn is_link_local_host(url: &url::Url) -> bool {
     }
 }
 
+/// The addresses a name resolved to, less the link-local ones; an error when none is left.
+fn without_link_local(host: &str, found: impl IntoIterator<Item = SocketAddr>) -> Result<Vec<SocketAddr>, String> {
+    let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| !is_link_local(a.ip())).collect();
+    if allowed.is_empty() {
+        return Err(format!("{host} resolves to a link-local address; a redirect may not lead there"));
+    }
+    Ok(allowed)
+}
+
 /// Name resolution for redirect hops: a name that resolves to link-local addresses
 /// only is refused, and link-local answers are never connected to.
 struct NoLinkLocal;
@@ -162,11 +171,8 @@ impl reqwest::dns::Resolve for NoLinkLocal {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| !is_link_local(a.ip())).collect();
-            if allowed.is_empty() {
-                return Err(format!("{host} resolves to a link-local address; a redirect may not lead there").into());
-            }
+            let found = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let allowed = without_link_local(&host, found)?;
             Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
         })
     }
@@ -542,6 +548,15 @@ mod tests {
         for ip in ["127.0.0.1", "10.0.0.1", "fd00:ec2::253", "::1", "170.254.169.254"] {
             assert!(!is_link_local(ip.parse().unwrap()), "{ip}");
         }
+    }
+
+    #[test]
+    fn names_that_resolve_to_link_local_addresses_are_refused() {
+        let addr = |s: &str| -> SocketAddr { s.parse().unwrap() };
+        let err = without_link_local("evil.example", [addr("169.254.169.254:0"), addr("[fd00:ec2::254]:0")]);
+        assert_eq!(err.unwrap_err(), "evil.example resolves to a link-local address; a redirect may not lead there");
+        let mixed = without_link_local("mixed.example", [addr("169.254.169.254:0"), addr("192.0.2.7:0")]);
+        assert_eq!(mixed.unwrap(), [addr("192.0.2.7:0")]);
     }
 
     #[test]
