@@ -17,3 +17,9 @@ pub fn banner(text: &str, fill: char) -> String {
 pub(crate) fn cmd_log(message: &str) {
     tracing::info!(target: "cfn_cmd", "{message}");
 }
+
+/// One line of a command's output in the command log: tab-prefixed, formatted straight
+/// into the log's line (a long line is not copied once more on the way).
+pub(crate) fn cmd_log_output(line: &[u8]) {
+    tracing::info!(target: "cfn_cmd", "\t{}", String::from_utf8_lossy(line));
+}

@@ -3,9 +3,10 @@
 //! arrives and to the main log at DEBUG; a failure stops the build unless
 //! `ignoreErrors` is set.
 
-use crate::cmd_log::{banner, cmd_log};
+use crate::cmd_log::{banner, cmd_log, cmd_log_output};
 use crate::model::{self, CommandSpec};
-use cfn_host::process::{self, Finished, Invocation};
+use cfn_host::CommandLine;
+use cfn_host::process::{self, Environment, Finished, Invocation};
 use cfn_host::users::{self, User};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>,
     for (name, value) in entries {
         tracing::debug!("Running command {name}");
         let attributes = model::command_attributes(config, name, value).map_err(|e| e.0)?;
-        let attributes = with_defaults(name, attributes)?;
+        let attributes = with_defaults(config, name, attributes)?;
         if attributes.get("command").is_none_or(Value::is_null) {
             tracing::error!("No command specified for {name}");
         }
@@ -31,13 +32,14 @@ pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>,
 /// Runs one command (after its test); returns whether it counts as executed.
 fn run_one(spec: &CommandSpec) -> Result<bool, String> {
     let name = &spec.name;
-    let runas = match &spec.runas {
-        Some(user) => Some(users::user(user).ok_or_else(|| format!("{user} is not a valid user name"))?),
-        None => None,
-    };
+    let runas = runas_user(spec.runas.as_deref())?;
     let cwd = spec.cwd.as_deref().map(expand_home);
-    let invocation =
-        |command| Invocation { command, env: spec.env.as_deref(), cwd: cwd.as_deref(), runas: runas.as_ref() };
+    let invocation = |command| Invocation {
+        command,
+        env: spec.env.as_deref().map_or(Environment::Inherit, Environment::Replace),
+        cwd: cwd.as_deref(),
+        runas: runas.as_ref(),
+    };
 
     if let Some(test) = &spec.test {
         tracing::debug!("Running test for command {name}");
@@ -67,6 +69,14 @@ fn run_one(spec: &CommandSpec) -> Result<bool, String> {
     Err(format!("Command {name} failed"))
 }
 
+/// The `runas` user, who must exist.
+fn runas_user(name: Option<&str>) -> Result<Option<User>, String> {
+    match name {
+        Some(user) => Ok(Some(users::user(user).ok_or_else(|| format!("{user} is not a valid user name"))?)),
+        None => Ok(None),
+    }
+}
+
 /// Runs a command with the command log's banners around its output (LOG-05).
 fn logged_run(title: &str, invocation: &Invocation<'_>, name: &str) -> Result<Finished, String> {
     cmd_log(&"=".repeat(60));
@@ -80,7 +90,7 @@ fn logged_run(title: &str, invocation: &Invocation<'_>, name: &str) -> Result<Fi
             cmd_log(&banner("Command Output", '-'));
             any_output = true;
         }
-        cmd_log(&format!("\t{}", String::from_utf8_lossy(line)));
+        cmd_log_output(line);
     })
     .map_err(|e| format!("Could not run command {name}: {}", cfn_python::strerror(&e)))?;
     if any_output {
@@ -129,34 +139,41 @@ fn current_user() -> Option<User> {
 /// The undocumented `defaults` attribute (INIT-CMD-10): a command whose output is a
 /// JSON object of default attributes; the command's own attributes win, `env` maps are
 /// merged.
-fn with_defaults(name: &str, attributes: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+///
+/// The script runs as the command's own `runas` user when it names one, through the same
+/// set-up as the command and its test (an addition: the reference ran it as root). A
+/// `runas` that only the defaults supply cannot apply to the script that supplies it.
+fn with_defaults(config: &str, name: &str, attributes: &Map<String, Value>) -> Result<Map<String, Value>, String> {
     let Some(defaults) = attributes.get("defaults").filter(|d| !d.is_null()) else { return Ok(attributes.clone()) };
     let failed = || format!("Defaults script for command {name} failed");
     tracing::debug!("Generating defaults for command {name}");
-    let mut command = match defaults {
-        Value::String(s) => {
-            let mut c = std::process::Command::new("/bin/sh");
-            c.arg("-c").arg(s);
-            c
-        }
+    let command = match defaults {
+        Value::String(s) => CommandLine::Shell(s.clone()),
         Value::Array(items) => {
-            let argv = items.iter().map(|i| i.as_str()).collect::<Option<Vec<_>>>().filter(|a| !a.is_empty());
-            let argv = argv.ok_or_else(failed)?;
-            let mut c = std::process::Command::new(argv[0]);
-            c.args(&argv[1..]);
-            c
+            let argv = items.iter().map(|i| i.as_str().map(str::to_string)).collect::<Option<Vec<_>>>();
+            CommandLine::Argv(argv.filter(|a| !a.is_empty()).ok_or_else(failed)?)
         }
         _ => return Err(failed()),
     };
+    let runas = runas_user(model::command_runas(config, name, attributes).map_err(|e| e.0)?.as_deref())?;
+    let invocation = Invocation { command: &command, env: Environment::Inherit, cwd: None, runas: runas.as_ref() };
     // Its stdout is the JSON; stderr only explains a failure.
-    let output = command.stdin(std::process::Stdio::null()).output().map_err(|_| failed())?;
-    tracing::debug!("Defaults script for {name} output: {}", String::from_utf8_lossy(&output.stdout));
-    if !output.status.success() {
-        tracing::error!("Defaults script failed for {name}: {}", String::from_utf8_lossy(&output.stderr));
+    let output = process::run_captured(&invocation).map_err(|_| failed())?;
+    tracing::debug!("Defaults script for {name} output: {}", output.stdout.text());
+    if output.code != 0 {
+        tracing::error!("Defaults script failed for {name}: {}", output.stderr.text());
         return Err(failed());
     }
-    let finished = Finished { code: 0, output: output.stdout };
-    let Ok(Value::Object(mut merged)) = serde_json::from_slice::<Value>(&finished.output) else { return Err(failed()) };
+    // The JSON is parsed whole: an object too large for the kept head and tail of a
+    // command's output (far beyond any set of command attributes) is refused.
+    let Some(stdout) = output.stdout.whole() else {
+        tracing::error!(
+            "Defaults script for {name} printed {} bytes, too many to be its defaults",
+            output.stdout.total_len()
+        );
+        return Err(failed());
+    };
+    let Ok(Value::Object(mut merged)) = serde_json::from_slice::<Value>(&stdout) else { return Err(failed()) };
     for (key, value) in attributes {
         match (key.as_str(), merged.get_mut(key), value) {
             ("env", Some(Value::Object(base)), Value::Object(own)) => {
@@ -191,11 +208,14 @@ mod tests {
             "command": "mine",
             "env": {"B": "3"}
         });
-        let merged = with_defaults("x", attrs.as_object().unwrap()).unwrap();
+        let merged = with_defaults("c", "x", attrs.as_object().unwrap()).unwrap();
         assert_eq!(merged["command"], "mine");
         assert_eq!(merged["cwd"], "/tmp");
         assert_eq!(merged["env"], serde_json::json!({"A": "1", "B": "3"}));
         let bad = serde_json::json!({"defaults": "exit 1", "command": "x"});
-        assert_eq!(with_defaults("x", bad.as_object().unwrap()).unwrap_err(), "Defaults script for command x failed");
+        assert_eq!(
+            with_defaults("c", "x", bad.as_object().unwrap()).unwrap_err(),
+            "Defaults script for command x failed"
+        );
     }
 }

@@ -255,8 +255,13 @@ pub fn command_spec(config: &str, name: &str, attrs: &Map<String, Value>) -> Res
         cwd: optional_string(config, "commands", name, attrs, "cwd")?.filter(|c| !c.is_empty()),
         test,
         ignore_errors: attrs.get("ignoreErrors").is_some_and(boolish::is_true),
-        runas: optional_string(config, "commands", name, attrs, "runas")?.filter(|r| !r.is_empty()),
+        runas: command_runas(config, name, attrs)?,
     })
+}
+
+/// A command's `runas` user name, if any (an empty name is none).
+pub fn command_runas(config: &str, name: &str, attrs: &Map<String, Value>) -> Result<Option<String>, ModelError> {
+    Ok(optional_string(config, "commands", name, attrs, "runas")?.filter(|r| !r.is_empty()))
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! are written to `cfn-init-cmd.log` with the banners `commands` uses (LOG-05); queries
 //! only go to the main log at DEBUG when asked.
 
-use crate::cmd_log::{banner, cmd_log};
+use crate::cmd_log::{banner, cmd_log, cmd_log_output};
 use cfn_host::CommandLine;
-use cfn_host::process::{self, Invocation};
+use cfn_host::process::{self, Environment, Invocation};
 
 /// What a tool printed (stdout and stderr merged) and its exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,14 +32,9 @@ fn to_strings(argv: &[&str]) -> Vec<String> {
 
 fn spawn(argv: Vec<String>, env: &[(&str, &str)], mut on_line: impl FnMut(&[u8])) -> Result<Output, String> {
     let program = argv[0].clone();
-    let full_env: Option<Vec<(String, String)>> = (!env.is_empty()).then(|| {
-        let mut vars: Vec<(String, String)> =
-            std::env::vars().filter(|(k, _)| !env.iter().any(|(name, _)| name == k)).collect();
-        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        vars
-    });
+    let added: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let command = CommandLine::Argv(argv);
-    let invocation = Invocation { command: &command, env: full_env.as_deref(), cwd: None, runas: None };
+    let invocation = Invocation { command: &command, env: Environment::Override(&added), cwd: None, runas: None };
     let finished = process::run(&invocation, &mut on_line)
         .map_err(|e| format!("Could not run {program}: {}", cfn_python::strerror(&e)))?;
     Ok(Output { code: finished.code, text: finished.text() })
@@ -73,7 +68,7 @@ pub fn logged(title: &str, argv: Vec<String>, env: &[(&str, &str)]) -> Result<Ou
             cmd_log(&banner("Command Output", '-'));
             any_output = true;
         }
-        cmd_log(&format!("\t{}", String::from_utf8_lossy(line)));
+        cmd_log_output(line);
     });
     if any_output {
         cmd_log(&"-".repeat(60));

@@ -1,10 +1,14 @@
 //! Effects on the host that cfn-init and cfn-hup share: running commands (shell or
 //! argv, a replaced environment, a working directory, another user, merged output)
-//! and looking up users and groups and the host's name.
+//! and, for a service, signalling the ones still running as whole process groups;
+//! looking up users and groups and the host's name; replacing state files durably.
 
+pub mod durable;
 pub mod hostname;
+pub mod output;
 pub mod paths;
 pub mod process;
+pub mod process_groups;
 pub mod users;
 
 pub use hostname::fqdn;

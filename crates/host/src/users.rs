@@ -60,6 +60,22 @@ pub fn user(name: &str) -> Option<User> {
     })
 }
 
+/// The name of the user with id `uid`, if the passwd database has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    with_buffer(|buf| {
+        // SAFETY: as in `user`.
+        unsafe {
+            let mut pwd: libc::passwd = std::mem::zeroed();
+            let mut result: *mut libc::passwd = std::ptr::null_mut();
+            let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
+            if result.is_null() || pwd.pw_name.is_null() {
+                return (rc, None);
+            }
+            (rc, Some(CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned()))
+        }
+    })
+}
+
 /// The gid of group `name`, if it exists.
 pub fn group_id(name: &str) -> Option<u32> {
     let c = c_name(name)?;
@@ -107,5 +123,8 @@ mod tests {
         assert!(group_id("no-such-group-here").is_none());
         assert!(user("bad\0name").is_none());
         assert!(group_list(&root).contains(&0));
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        // An id with no passwd entry has no name (4294967294 is never allocated).
+        assert_eq!(user_name(u32::MAX - 1), None);
     }
 }

@@ -9,6 +9,7 @@
 
 use crate::model::kind;
 use crate::tool::{self, py_list, tool_error};
+use cfn_aws::http;
 use serde_json::Value;
 use std::cmp::Ordering;
 
@@ -173,19 +174,18 @@ pub fn apply(entries: &[RpmEntry]) -> Result<Vec<String>, String> {
                 continue;
             }
             tool::refuse_option_like("rpm", "location", location)?;
-            tracing::debug!("Querying for version of package {location}");
+            // A URL location may carry a password or a presigned signature (SEC-02).
+            let shown = http::redact_url(location);
+            tracing::debug!("Querying for version of package {shown}");
             let query = run(&query_file_argv(location))?;
             tracing::debug!("RPM stdout: {}", query.text);
             let Some((name, version)) = query.ok().then(|| parse_query(&query.text)).flatten() else {
-                tracing::error!("Could not determine package contained by rpm at {location}");
-                return Err(tool_error(
-                    format!("Could not determine package contained by rpm at {location}"),
-                    query.code,
-                ));
+                tracing::error!("Could not determine package contained by rpm at {shown}");
+                return Err(tool_error(format!("Could not determine package contained by rpm at {shown}"), query.code));
             };
             let spec = if version.is_empty() { name } else { format!("{name}-{version}") };
             if run(&is_installed_argv(&spec))?.ok() {
-                tracing::debug!("Skipping RPM at {location} as it is already installed");
+                tracing::debug!("Skipping RPM at {shown} as it is already installed");
                 continue;
             }
             wanted.push(location.clone());
@@ -199,9 +199,10 @@ pub fn apply(entries: &[RpmEntry]) -> Result<Vec<String>, String> {
         tracing::info!("All RPMs were already installed");
         return Ok(Vec::new());
     }
-    tracing::debug!("Installing {} via RPM", py_list(&locations));
+    let shown: Vec<String> = locations.iter().map(|l| http::redact_url(l)).collect();
+    tracing::debug!("Installing {} via RPM", py_list(&shown));
     let argv = install_argv(&locations);
-    let result = tool::logged(&argv.join(" "), argv, &[])?;
+    let result = tool::logged(&install_argv(&shown).join(" "), argv, &[])?;
     if !result.ok() {
         tracing::error!("RPM failed. Output: {}", result.text);
         return Err(tool_error("Could not successfully install rpm packages", result.code));
