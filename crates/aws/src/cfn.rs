@@ -11,12 +11,14 @@
 //! GET, the parameters in the query string, `ContentType=JSON`, answers in JSON, errors as
 //! `{"Error": {"Code", "Message", "Type"}}`).
 
+use crate::api_error::{self, Faults};
 use crate::cfn_v1_auth;
 use crate::credentials::{Credentials, Signer};
-use crate::http::{self, HttpClient, TransportError};
-use crate::imds::{Imds, ImdsError};
-use crate::retry::{self, Policy, Verdict};
-use crate::{runtime, sdk_http, sigv4, xml};
+use crate::endpoint::FixedEndpoint;
+use crate::http::{self, HttpClient};
+use crate::imds::Imds;
+use crate::retry::{self, Policy};
+use crate::{runtime, sdk_http, sigv4};
 use aws_sdk_cloudformation::config::interceptors::BeforeTransmitInterceptorContextMut;
 use aws_sdk_cloudformation::config::retry::{ReconnectMode, RetryConfig};
 use aws_sdk_cloudformation::config::timeout::TimeoutConfig;
@@ -30,33 +32,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
+pub use crate::api_error::Error;
+
 const API_VERSION: &str = "2010-05-15";
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Error {
-    /// An error answer from the service, shown as `<Code>: <Message>`.
-    #[error("{code}: {message}")]
-    Remote { status: u16, code: String, message: String, sender_fault: bool },
-    #[error("Could not reach {endpoint}: {source}")]
-    Transport { endpoint: String, source: TransportError },
-    #[error("Could not sign the request with the instance identity: {0}")]
-    Identity(#[from] ImdsError),
-    #[error("Unexpected answer to {action}: {reason}")]
-    Malformed { action: String, reason: String },
-}
-
-impl Error {
-    /// The reference's classification (NET-03); a lost connection is retried too.
-    pub fn verdict(&self) -> Verdict {
-        match self {
-            Error::Remote { status, code, sender_fault, .. } => Verdict::of_remote(*status, code, *sender_fault),
-            Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
-            Error::Transport { .. } => Verdict::Retriable,
-            Error::Identity(ImdsError::Failed { .. }) => Verdict::Retriable,
-            Error::Identity(_) | Error::Malformed { .. } => Verdict::Terminal,
-        }
-    }
-}
 
 /// `StackResourceDetail` of DescribeStackResource.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,7 +137,7 @@ impl CloudFormation {
                     self.imds.identity_authorization()?;
                 }
                 tracing::debug!("Calling {action} at {endpoint}");
-                runtime::block_on(send()).map_err(|e| sdk_error(action, &endpoint, e))
+                runtime::block_on(send()).map_err(|e| api_error::from_sdk(action, &endpoint, Faults::InBody, e))
             },
             Error::verdict,
         )
@@ -173,7 +151,6 @@ impl CloudFormation {
             let mut config = aws_sdk_cloudformation::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .region(Region::new(self.region.clone()))
-                .endpoint_url(self.endpoint.clone())
                 .http_client(sdk_http::client(self.http.clone()))
                 // One attempt; and no "connection poisoning" after a 5xx: the SDK cannot
                 // reach our HTTP stack's connections (it would only log an error), and
@@ -184,6 +161,7 @@ impl CloudFormation {
                 // Keys are a snapshot and the instance identity is kept by `Imds`.
                 .identity_cache(IdentityCache::no_cache())
                 .interceptor(OurUserAgent);
+            config.set_endpoint_resolver(Some(FixedEndpoint::shared(&self.endpoint)));
             config = match &self.signer {
                 Signer::SigV4(credentials) => config.credentials_provider(aws_credential_types::Credentials::new(
                     credentials.access_key.clone(),
@@ -338,85 +316,6 @@ impl Intercept for OurUserAgent {
     }
 }
 
-/// The first error of type `T` in `error`'s chain of causes.
-fn find_cause<'a, T: std::error::Error + 'static>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if let Some(found) = e.downcast_ref::<T>() {
-            return Some(found);
-        }
-        current = e.source();
-    }
-    None
-}
-
-/// An SDK error in the terms of the query API's errors, so that the retry verdict and
-/// the message are the reference's: an error answer is `<Code>: <Message>` with its HTTP
-/// status and `Sender`/`Receiver` type (API-07), an answer without a readable error is
-/// `Unknown: HTTP <status> …`, no answer at all is `Could not reach <endpoint>: …`.
-fn sdk_error<E>(action: &str, endpoint: &str, error: SdkError<E, HttpResponse>) -> Error
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    if let Some(imds) = find_cause::<ImdsError>(&error) {
-        return Error::Identity(imds.clone());
-    }
-    let transport = |source| Error::Transport { endpoint: endpoint.to_string(), source };
-    match &error {
-        SdkError::DispatchFailure(failure) => {
-            let connector = failure.as_connector_error();
-            match connector.and_then(|c| find_cause::<TransportError>(c)) {
-                Some(source) => transport(source.clone()),
-                None if failure.is_timeout() => transport(TransportError::new("Request timed out")),
-                None => transport(TransportError::new(match connector {
-                    Some(c) => http::innermost(c),
-                    None => http::innermost(&error),
-                })),
-            }
-        }
-        SdkError::TimeoutError(_) => transport(TransportError::new("Request timed out")),
-        SdkError::ServiceError(service) => {
-            answer_error(action, service.raw(), service.err().code(), service.err().message(), &error)
-        }
-        SdkError::ResponseError(response) => answer_error(action, response.raw(), None, None, &error),
-        _ => Error::Malformed { action: action.into(), reason: http::innermost(&error) },
-    }
-}
-
-/// An answer that the SDK could not turn into the operation's output.
-fn answer_error(
-    action: &str,
-    raw: &HttpResponse,
-    code: Option<&str>,
-    message: Option<&str>,
-    error: &(dyn std::error::Error + 'static),
-) -> Error {
-    let status = raw.status().as_u16();
-    let text = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
-    if (200..300).contains(&status) {
-        return Error::Malformed {
-            action: action.into(),
-            reason: format!("unreadable answer: {}", http::innermost(error)),
-        };
-    }
-    // The SDK reads Code and Message but not Type, which decides the retry (NET-03).
-    let code = code.map(str::to_string).or_else(|| xml::element(&text, "Code")).filter(|c| !c.is_empty());
-    match code {
-        Some(code) => Error::Remote {
-            status,
-            message: message.map(str::to_string).or_else(|| xml::element(&text, "Message")).unwrap_or_default(),
-            sender_fault: xml::element(&text, "Type").as_deref() == Some("Sender"),
-            code,
-        },
-        None => Error::Remote {
-            status,
-            code: "Unknown".into(),
-            message: http::unreadable_answer(status, &text),
-            sender_fault: false,
-        },
-    }
-}
-
 /// The SDK's `StackResourceDetail` in ours: the timestamp to the nanosecond the answer
 /// gave, the metadata parsed in document order.
 fn detail_of(
@@ -478,6 +377,8 @@ fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::TransportError;
+    use crate::retry::Verdict;
     use serde_json::json;
 
     #[test]
@@ -564,37 +465,5 @@ mod tests {
                 .to_string()
                 .contains("Metadata is not valid JSON")
         );
-    }
-
-    fn raw(status: u16, body: &str) -> HttpResponse {
-        HttpResponse::new(
-            aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
-            aws_smithy_types::body::SdkBody::from(body.to_string()),
-        )
-    }
-
-    #[test]
-    fn query_error_answers_keep_code_message_and_type() {
-        let e = TransportError::new("x");
-        let xml = |kind: &str, code: &str| {
-            format!(
-                "<ErrorResponse xmlns=\"http://cloudformation.amazonaws.com/doc/2010-05-15/\"><Error><Type>{kind}</Type>\
-                 <Code>{code}</Code><Message>Stack a &amp; b does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>"
-            )
-        };
-        let missing = answer_error("A", &raw(400, &xml("Sender", "ValidationError")), None, None, &e);
-        assert_eq!(missing.to_string(), "ValidationError: Stack a & b does not exist");
-        assert_eq!(missing.verdict(), Verdict::Terminal);
-        let throttled =
-            answer_error("A", &raw(400, &xml("Sender", "Throttling")), Some("Throttling"), Some("Rate"), &e);
-        assert_eq!((throttled.to_string().as_str(), throttled.verdict()), ("Throttling: Rate", Verdict::Throttled));
-        let internal = answer_error("A", &raw(500, &xml("Receiver", "InternalFailure")), None, None, &e);
-        assert_eq!(internal.verdict(), Verdict::Retriable);
-        let unreadable = answer_error("A", &raw(502, "<html>Bad Gateway</html>\nmore"), None, None, &e);
-        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
-        assert_eq!(unreadable.verdict(), Verdict::Retriable);
-        let garbled = answer_error("A", &raw(200, "not xml"), None, None, &e);
-        assert_eq!(garbled.verdict(), Verdict::Terminal);
-        assert!(garbled.to_string().starts_with("Unexpected answer to A: "), "{garbled}");
     }
 }

@@ -6,6 +6,7 @@
 //! Libraries never print; they return typed errors and emit `tracing` events that the
 //! binary writes to the reference's log files.
 
+pub mod api_error;
 pub mod auth;
 pub mod cfn;
 pub mod cfn_v1_auth;

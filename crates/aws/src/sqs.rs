@@ -21,14 +21,16 @@
 //! (`sdk_http`: proxies, the lazily loaded trust store, no redirects), static keys, no
 //! SDK retries (the reference's policy in `retry` decides), nothing read from profiles.
 
+pub use crate::api_error::Error;
+use crate::api_error::{self, Faults};
 use crate::credentials::Credentials;
-use crate::endpoint;
-use crate::http::{self, HttpClient, TransportError};
-use crate::retry::{self, Policy, Verdict};
+use crate::endpoint::{self, FixedEndpoint};
+use crate::http::{self, HttpClient};
+use crate::retry::{self, Policy};
 use crate::runtime;
 use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::config::{BehaviorVersion, IdentityCache, Region, StalledStreamProtectionConfig};
-use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use std::sync::Arc;
@@ -37,29 +39,6 @@ use std::sync::Arc;
 pub const FALLBACK_REGION: &str = "us-east-1";
 /// The AWS SDKs' standard variable that moves the SQS endpoint (tests, private endpoints).
 pub const ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_SQS";
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Error {
-    /// An error answer, shown as `<Code>: <Message>`.
-    #[error("{code}: {message}")]
-    Remote { status: u16, code: String, message: String, sender_fault: bool },
-    #[error("Could not reach {endpoint}: {source}")]
-    Transport { endpoint: String, source: TransportError },
-    #[error("Unexpected answer to {action}: {reason}")]
-    Malformed { action: String, reason: String },
-}
-
-impl Error {
-    /// As for CloudFormation (SPEC §5.4, SQS extractor).
-    pub fn verdict(&self) -> Verdict {
-        match self {
-            Error::Remote { status, code, sender_fault, .. } => Verdict::of_remote(*status, code, *sender_fault),
-            Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
-            Error::Transport { .. } => Verdict::Retriable,
-            Error::Malformed { .. } => Verdict::Terminal,
-        }
-    }
-}
 
 /// The region a queue URL belongs to, when its host names one.
 pub fn queue_region(queue_url: &str) -> Option<String> {
@@ -210,10 +189,9 @@ impl Sqs {
         }
         tracing::debug!("SQS calls for {} go to {endpoint} (signed for {region})", http::redact_url(queue_url));
         let keys = &self.credentials;
-        let config = aws_sdk_sqs::Config::builder()
+        let mut config = aws_sdk_sqs::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new(region))
-            .endpoint_url(&endpoint)
             .http_client(crate::sdk_http::client(self.http.clone()))
             .credentials_provider(aws_sdk_sqs::config::Credentials::new(
                 &keys.access_key,
@@ -224,9 +202,9 @@ impl Sqs {
             ))
             .identity_cache(IdentityCache::no_cache())
             .retry_config(RetryConfig::disabled())
-            .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
-            .build();
-        Target { client: aws_sdk_sqs::Client::from_conf(config), endpoint }
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled());
+        config.set_endpoint_resolver(Some(FixedEndpoint::shared(&endpoint)));
+        Target { client: aws_sdk_sqs::Client::from_conf(config.build()), endpoint }
     }
 }
 
@@ -236,81 +214,13 @@ struct Target {
 }
 
 impl Target {
-    /// The SDK's error as ours: the service's code and message (`x-amzn-query-error`
-    /// carries the query-protocol code and fault SQS has always answered with), the
-    /// transport's reason, or the unreadable answer as an `Unknown` error (retried, as in
-    /// the reference).
+    /// The SDK's error as ours (`x-amzn-query-error` carries the query-protocol code and
+    /// fault SQS has always answered with).
     fn error<E>(&self, action: &str, error: SdkError<E, HttpResponse>) -> Error
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
-        let endpoint = http::redact_url(&self.endpoint);
-        let described = || DisplayErrorContext(&error).to_string();
-        match &error {
-            SdkError::ServiceError(context) => {
-                let raw = context.raw();
-                let status = raw.status().as_u16();
-                match context.err().code() {
-                    Some(code) => Error::Remote {
-                        status,
-                        code: code.to_string(),
-                        message: context.err().message().unwrap_or_default().to_string(),
-                        sender_fault: is_sender_fault(raw),
-                    },
-                    None => unreadable(raw),
-                }
-            }
-            SdkError::ResponseError(context) if !context.raw().status().is_success() => unreadable(context.raw()),
-            SdkError::ResponseError(_) => Error::Malformed { action: action.into(), reason: described() },
-            SdkError::DispatchFailure(failure) => {
-                let source = match failure.as_connector_error() {
-                    Some(connector) => transport_error(connector),
-                    None => TransportError::new(described()),
-                };
-                Error::Transport { endpoint, source }
-            }
-            SdkError::TimeoutError(_) => {
-                Error::Transport { endpoint, source: TransportError::new("Request timed out") }
-            }
-            // The request could not be built: a bad `$AWS_ENDPOINT_URL_SQS` or parameter.
-            _ => Error::Transport { endpoint, source: TransportError::config(described()) },
-        }
-    }
-}
-
-/// `x-amzn-query-error: <Code>;<Sender|Receiver>`; without it a 4xx is the caller's fault.
-fn is_sender_fault(raw: &HttpResponse) -> bool {
-    match raw.headers().get("x-amzn-query-error").and_then(|v| v.split_once(';')) {
-        Some((_, fault)) => fault == "Sender",
-        None => (400..500).contains(&raw.status().as_u16()),
-    }
-}
-
-fn unreadable(raw: &HttpResponse) -> Error {
-    let status = raw.status().as_u16();
-    let text = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
-    Error::Remote {
-        status,
-        code: "Unknown".into(),
-        message: http::unreadable_answer(status, &text),
-        sender_fault: false,
-    }
-}
-
-/// Our transport error inside the SDK's connector error (`sdk_http` wraps it), else the
-/// SDK's description.
-fn transport_error(connector: &aws_smithy_runtime_api::client::result::ConnectorError) -> TransportError {
-    let mut source = std::error::Error::source(connector);
-    while let Some(error) = source {
-        if let Some(ours) = error.downcast_ref::<TransportError>() {
-            return ours.clone();
-        }
-        source = error.source();
-    }
-    if connector.is_timeout() {
-        TransportError::new("Request timed out")
-    } else {
-        TransportError::new(DisplayErrorContext(connector).to_string())
+        api_error::from_sdk(action, &http::redact_url(&self.endpoint), Faults::InHeader, error)
     }
 }
 
@@ -373,40 +283,5 @@ mod tests {
         let target = sqs.target("https://sqs.us-west-2.evil.example/1/q");
         assert_eq!(target.endpoint, "https://sqs.us-west-2.amazonaws.com");
         assert_eq!(sqs.target("http://127.0.0.1:9/1/q").endpoint, "https://sqs.us-east-1.amazonaws.com");
-    }
-
-    #[test]
-    fn faults_come_from_the_query_error_header() {
-        let response = |status: u16, header: Option<&str>| {
-            let mut raw = HttpResponse::new(
-                aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
-                aws_smithy_types::body::SdkBody::from("<html>Bad Gateway</html>\nmore"),
-            );
-            if let Some(value) = header {
-                raw.headers_mut().insert("x-amzn-query-error", value.to_string());
-            }
-            raw
-        };
-        assert!(is_sender_fault(&response(400, Some("AWS.SimpleQueueService.NonExistentQueue;Sender"))));
-        assert!(!is_sender_fault(&response(400, Some("InternalError;Receiver"))));
-        assert!(is_sender_fault(&response(400, None)));
-        assert!(!is_sender_fault(&response(500, None)));
-        let unreadable = unreadable(&response(502, None));
-        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
-        assert_eq!(unreadable.verdict(), Verdict::Retriable);
-        let gone = Error::Remote {
-            status: 400,
-            code: "AWS.SimpleQueueService.NonExistentQueue".into(),
-            message: "The specified queue does not exist.".into(),
-            sender_fault: true,
-        };
-        assert_eq!(gone.verdict(), Verdict::Terminal);
-        let throttled = Error::Remote {
-            status: 403,
-            code: "InvalidClientTokenId".into(),
-            message: String::new(),
-            sender_fault: true,
-        };
-        assert_eq!(throttled.verdict(), Verdict::Throttled);
     }
 }

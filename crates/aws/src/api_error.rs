@@ -1,0 +1,209 @@
+//! The errors of AWS API calls in the reference's terms, for CloudFormation and SQS
+//! alike: an error answer is `<Code>: <Message>` with its HTTP status and whose fault it
+//! was (API-07), an answer without a readable error is `Unknown: HTTP <status> …`, no
+//! answer at all is `Could not reach <endpoint>: …`; the retry verdict follows from
+//! that (NET-03).
+
+use crate::http::{self, TransportError};
+use crate::imds::ImdsError;
+use crate::retry::Verdict;
+use crate::xml;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// An error answer from the service, shown as `<Code>: <Message>`.
+    #[error("{code}: {message}")]
+    Remote { status: u16, code: String, message: String, sender_fault: bool },
+    #[error("Could not reach {endpoint}: {source}")]
+    Transport { endpoint: String, source: TransportError },
+    /// Only CloudFormation calls are signed with the instance identity.
+    #[error("Could not sign the request with the instance identity: {0}")]
+    Identity(#[from] ImdsError),
+    #[error("Unexpected answer to {action}: {reason}")]
+    Malformed { action: String, reason: String },
+}
+
+impl Error {
+    /// The reference's classification (NET-03); a lost connection is retried too.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Error::Remote { status, code, sender_fault, .. } => Verdict::of_remote(*status, code, *sender_fault),
+            Error::Transport { source, .. } if source.permanent => Verdict::Terminal,
+            Error::Transport { .. } => Verdict::Retriable,
+            Error::Identity(ImdsError::Failed { .. }) => Verdict::Retriable,
+            Error::Identity(_) | Error::Malformed { .. } => Verdict::Terminal,
+        }
+    }
+}
+
+/// Where an error answer says whose fault it was.
+#[derive(Debug, Clone, Copy)]
+pub enum Faults {
+    /// awsQuery (CloudFormation): `<Type>Sender</Type>` in the XML body; the SDK reads
+    /// Code and Message but not Type. No Type: not the caller's.
+    InBody,
+    /// awsJson with query compatibility (SQS): `x-amzn-query-error: <Code>;<Sender|Receiver>`.
+    /// No header: a 4xx is the caller's.
+    InHeader,
+}
+
+/// An SDK error as ours; `endpoint` is shown redacted by the caller's choice.
+pub fn from_sdk<E>(action: &str, endpoint: &str, faults: Faults, error: SdkError<E, HttpResponse>) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(imds) = find_cause::<ImdsError>(&error) {
+        return Error::Identity(imds.clone());
+    }
+    let transport = |source| Error::Transport { endpoint: endpoint.to_string(), source };
+    match &error {
+        SdkError::DispatchFailure(failure) => {
+            let connector = failure.as_connector_error();
+            match connector.and_then(|c| find_cause::<TransportError>(c)) {
+                Some(source) => transport(source.clone()),
+                None if failure.is_timeout() => transport(TransportError::new("Request timed out")),
+                None => transport(TransportError::new(match connector {
+                    Some(c) => http::innermost(c),
+                    None => http::innermost(&error),
+                })),
+            }
+        }
+        SdkError::TimeoutError(_) => transport(TransportError::new("Request timed out")),
+        SdkError::ServiceError(service) => {
+            answer_error(action, service.raw(), service.err().code(), service.err().message(), faults, &error)
+        }
+        SdkError::ResponseError(response) => answer_error(action, response.raw(), None, None, faults, &error),
+        // The request could not be built: a bad endpoint (`$AWS_ENDPOINT_URL_SQS`) or parameter.
+        _ => transport(TransportError::config(http::innermost(&error))),
+    }
+}
+
+/// The first error of type `T` in `error`'s chain of causes.
+fn find_cause<'a, T: std::error::Error + 'static>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// An answer that the SDK could not turn into the operation's output.
+fn answer_error(
+    action: &str,
+    raw: &HttpResponse,
+    code: Option<&str>,
+    message: Option<&str>,
+    faults: Faults,
+    error: &(dyn std::error::Error + 'static),
+) -> Error {
+    let status = raw.status().as_u16();
+    let text = raw.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Error::Malformed {
+            action: action.into(),
+            reason: format!("unreadable answer: {}", http::innermost(error)),
+        };
+    }
+    let code = code.map(str::to_string).or_else(|| xml::element(&text, "Code")).filter(|c| !c.is_empty());
+    match code {
+        Some(code) => Error::Remote {
+            status,
+            message: message.map(str::to_string).or_else(|| xml::element(&text, "Message")).unwrap_or_default(),
+            sender_fault: is_sender_fault(raw, &text, faults),
+            code,
+        },
+        None => Error::Remote {
+            status,
+            code: "Unknown".into(),
+            message: http::unreadable_answer(status, &text),
+            sender_fault: false,
+        },
+    }
+}
+
+fn is_sender_fault(raw: &HttpResponse, text: &str, faults: Faults) -> bool {
+    match faults {
+        Faults::InBody => xml::element(text, "Type").as_deref() == Some("Sender"),
+        Faults::InHeader => match raw.headers().get("x-amzn-query-error").and_then(|v| v.split_once(';')) {
+            Some((_, fault)) => fault == "Sender",
+            None => (400..500).contains(&raw.status().as_u16()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(status: u16, body: &str, query_error: Option<&str>) -> HttpResponse {
+        let mut raw = HttpResponse::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
+            aws_smithy_types::body::SdkBody::from(body.to_string()),
+        );
+        if let Some(value) = query_error {
+            raw.headers_mut().insert("x-amzn-query-error", value.to_string());
+        }
+        raw
+    }
+
+    #[test]
+    fn query_error_answers_keep_code_message_and_type() {
+        let e = TransportError::new("x");
+        let xml = |kind: &str, code: &str| {
+            format!(
+                "<ErrorResponse xmlns=\"http://cloudformation.amazonaws.com/doc/2010-05-15/\"><Error><Type>{kind}</Type>\
+                 <Code>{code}</Code><Message>Stack a &amp; b does not exist</Message></Error><RequestId>r</RequestId></ErrorResponse>"
+            )
+        };
+        let answer = |status, body: &str, code, message| {
+            answer_error("A", &raw(status, body, None), code, message, Faults::InBody, &e)
+        };
+        let missing = answer(400, &xml("Sender", "ValidationError"), None, None);
+        assert_eq!(missing.to_string(), "ValidationError: Stack a & b does not exist");
+        assert_eq!(missing.verdict(), Verdict::Terminal);
+        let throttled = answer(400, &xml("Sender", "Throttling"), Some("Throttling"), Some("Rate"));
+        assert_eq!((throttled.to_string().as_str(), throttled.verdict()), ("Throttling: Rate", Verdict::Throttled));
+        let internal = answer(500, &xml("Receiver", "InternalFailure"), None, None);
+        assert_eq!(internal.verdict(), Verdict::Retriable);
+        let unreadable = answer(502, "<html>Bad Gateway</html>\nmore", None, None);
+        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
+        assert_eq!(unreadable.verdict(), Verdict::Retriable);
+        let garbled = answer(200, "not xml", None, None);
+        assert_eq!(garbled.verdict(), Verdict::Terminal);
+        assert!(garbled.to_string().starts_with("Unexpected answer to A: "), "{garbled}");
+    }
+
+    #[test]
+    fn faults_come_from_the_query_error_header() {
+        let body = "<html>Bad Gateway</html>\nmore";
+        let fault = |status, header| is_sender_fault(&raw(status, body, header), body, Faults::InHeader);
+        assert!(fault(400, Some("AWS.SimpleQueueService.NonExistentQueue;Sender")));
+        assert!(!fault(400, Some("InternalError;Receiver")));
+        assert!(fault(400, None));
+        assert!(!fault(500, None));
+        let e = TransportError::new("x");
+        let unreadable = answer_error("A", &raw(502, body, None), None, None, Faults::InHeader, &e);
+        assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
+        assert_eq!(unreadable.verdict(), Verdict::Retriable);
+        let gone = Error::Remote {
+            status: 400,
+            code: "AWS.SimpleQueueService.NonExistentQueue".into(),
+            message: "The specified queue does not exist.".into(),
+            sender_fault: true,
+        };
+        assert_eq!(gone.verdict(), Verdict::Terminal);
+        let throttled = Error::Remote {
+            status: 403,
+            code: "InvalidClientTokenId".into(),
+            message: String::new(),
+            sender_fault: true,
+        };
+        assert_eq!(throttled.verdict(), Verdict::Throttled);
+    }
+}
