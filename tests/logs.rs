@@ -1,5 +1,6 @@
 //! The log files: reference paths and line formats (LOG-01, LOG-02), the stderr
-//! fallback (LOG-04), `-v` (LOG-07), permissions and no secrets (LOG-08).
+//! fallback (LOG-04), `-v` (LOG-07), permissions and no secrets (LOG-08, SEC-02): new
+//! log files are 0600 (the reference's were 0644), existing ones keep their mode.
 
 mod common;
 use common::*;
@@ -59,7 +60,7 @@ fn logs_go_to_var_log_in_the_reference_format() {
         rest[..end].to_string()
     };
     let main = section("cfn-init.log");
-    assert!(main.starts_with("== cfn-init.log 644\nv\n") || main.starts_with("== cfn-init.log 644\n"), "{text}");
+    assert!(main.starts_with("== cfn-init.log 600\nv\n") || main.starts_with("== cfn-init.log 600\n"), "{text}");
     let lines: Vec<&str> = main.lines().skip(1).collect();
     assert!(!lines.is_empty(), "{text}");
     assert!(lines.iter().all(|l| has_reference_prefix(l)), "{text}");
@@ -71,14 +72,61 @@ fn logs_go_to_var_log_in_the_reference_format() {
     assert!(main.contains("[DEBUG] Calling DescribeStackResource at "), "{text}");
     assert!(!main.contains("phase") && !main.contains("attempt #") && !main.contains("endpoint Endpoint"), "{text}");
     let wire = section("cfn-wire.log");
-    assert!(wire.starts_with("== cfn-wire.log 644\n"), "{text}");
+    assert!(wire.starts_with("== cfn-wire.log 600\n"), "{text}");
     // The SDK's awsQuery requests are POSTs to the endpoint: the parameters are in the
     // body, so the logged URL is the endpoint's.
     assert!(wire.contains(&format!("[DEBUG] Response: 200 {}/ [headers: {{", emulator.url)), "{text}");
     assert!(wire.contains(&format!("[DEBUG] Response: 400 {}/ [headers: {{", emulator.url)), "{text}");
     assert!(wire.contains("[DEBUG] Response error: <ErrorResponse"), "{text}");
-    assert!(section("cfn-init-cmd.log").starts_with("== cfn-init-cmd.log 644\n"), "{text}");
+    assert!(section("cfn-init-cmd.log").starts_with("== cfn-init-cmd.log 600\n"), "{text}");
     assert!(!text.contains(SECRET_KEY), "a secret reached a log:\n{text}");
+}
+
+fn log_modes(sandbox: &Sandbox) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut modes: Vec<(String, u32)> = std::fs::read_dir(sandbox.path("log"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().permissions().mode() & 0o777))
+        .collect();
+    modes.sort();
+    modes
+}
+
+#[test]
+fn new_log_files_are_private_and_existing_ones_keep_their_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let owned = |v: &[(&str, u32)]| v.iter().map(|(n, m)| (n.to_string(), *m)).collect::<Vec<_>>();
+    let init = |sandbox: &Sandbox| {
+        let file = sandbox.path("metadata.json");
+        std::fs::write(&file, json!({"AWS::CloudFormation::Init": {"config": {}}}).to_string()).unwrap();
+        sandbox.cmd("cfn-init").arg(&file).run().code(0).stderr_is("");
+    };
+    // A fresh log directory: every file cfn-init and cfn-hup create is 0600, whatever
+    // the umask would have allowed.
+    let fresh = Sandbox::new();
+    init(&fresh);
+    fresh.cmd("cfn-hup").arg("--no-daemon").run().code(1);
+    assert_eq!(
+        log_modes(&fresh),
+        owned(&[("cfn-hup.log", 0o600), ("cfn-init-cmd.log", 0o600), ("cfn-init.log", 0o600), ("cfn-wire.log", 0o600)])
+    );
+    assert!(fresh.log("cfn-hup.log").contains("[ERROR] Error: Could not find main configuration"));
+
+    // Files an administrator made readable (for a log shipper, say) stay as they are;
+    // only group/other write is ever taken away (SPEC §8.1).
+    let existing = Sandbox::new();
+    for (name, mode) in [("cfn-init.log", 0o644), ("cfn-wire.log", 0o640), ("cfn-init-cmd.log", 0o664)] {
+        let path = existing.path("log").join(name);
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    init(&existing);
+    assert_eq!(
+        log_modes(&existing),
+        owned(&[("cfn-init-cmd.log", 0o644), ("cfn-init.log", 0o644), ("cfn-wire.log", 0o640)])
+    );
+    assert!(existing.log("cfn-init.log").contains("[INFO] -----------------------Starting build"));
 }
 
 #[test]

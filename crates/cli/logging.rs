@@ -6,9 +6,15 @@
 //! * `cfn-wire.log` (events with target `cfn_wire`): HTTP response summaries.
 //!
 //! Files are appended to, rotated at 5 MiB keeping 5 backups, and never group- or
-//! world-writable. If the main log cannot be opened the tool says so on stderr and logs
-//! there instead; the command and wire logs are then dropped, as in the reference.
+//! world-writable. A new log file is created 0600 (the reference's were 0644): URLs,
+//! command output and secrets end up in logs. An existing one keeps its mode, and a
+//! rotated one passes its mode on, so a log an administrator opened up stays open.
+//! Every line has the URLs in it redacted (`http::redact_urls_in`), whoever wrote it:
+//! cfn-init's own messages, a package tool's or a command's output (SEC-02, LOG-08).
+//! If the main log cannot be opened the tool says so on stderr and logs there instead;
+//! the command and wire logs are then dropped, as in the reference.
 
+use cfn_aws::http;
 use cfn_host::paths;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -49,7 +55,7 @@ pub struct RotatingFile {
 
 impl RotatingFile {
     pub fn open(path: &Path) -> std::io::Result<RotatingFile> {
-        let file = OpenOptions::new().append(true).create(true).mode(0o644).open(path)?;
+        let file = OpenOptions::new().append(true).create(true).mode(0o600).open(path)?;
         // LOG-08: whatever the umask or an older file said, no group/other write.
         let meta = file.metadata()?;
         let mode = meta.permissions().mode() & 0o7777;
@@ -70,6 +76,7 @@ impl RotatingFile {
     }
 
     fn rotate(&mut self) {
+        let mode = self.file.metadata().map(|m| m.permissions().mode() & 0o7777);
         let numbered = |n: u32| PathBuf::from(format!("{}.{n}", self.path.display()));
         for n in (1..BACKUPS).rev() {
             if numbered(n).exists() {
@@ -78,6 +85,10 @@ impl RotatingFile {
         }
         let _ = std::fs::rename(&self.path, numbered(1));
         if let Ok(reopened) = RotatingFile::open(&self.path) {
+            // The new file is the same log: it keeps the mode the old one had.
+            if let Ok(mode) = mode {
+                let _ = reopened.file.set_permissions(std::fs::Permissions::from_mode(mode & !0o022));
+            }
             *self = reopened;
         }
     }
@@ -135,8 +146,21 @@ fn emit<W: WriteLine>(sink: &Mutex<Sink<W>>, with_pid: bool, level: &Level, even
     }
     let _ = write!(line, " [{}] ", level_name(level));
     event.record(&mut Message(line));
+    // Only a line with a URL in it costs a second pass and an allocation.
+    if line.contains("://") {
+        let redacted = http::redact_urls_in(line);
+        if redacted != *line {
+            line.clear();
+            line.push_str(&redacted);
+        }
+    }
     line.push('\n');
     out.write_line(line);
+    // One very long line (a command's output without line ends) does not keep its
+    // buffer for the rest of the run.
+    if line.capacity() > 64 * 1024 {
+        *line = String::with_capacity(256);
+    }
 }
 
 struct FileLayer {
@@ -318,5 +342,33 @@ mod tests {
         log.write_line("new\n");
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\nnew\n");
+    }
+
+    #[test]
+    fn new_logs_are_private_and_existing_ones_keep_their_mode_through_rotation() {
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("fresh.log");
+        RotatingFile::open(&fresh).unwrap().write_line("x\n");
+        assert_eq!(mode(&fresh), 0o600);
+
+        let shared = dir.path().join("shared.log");
+        std::fs::write(&shared, "old\n").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut log = RotatingFile::open(&shared).unwrap();
+        assert_eq!(mode(&shared), 0o644);
+        let line = "x".repeat(1023) + "\n";
+        for _ in 0..(5 * 1024 + 10) {
+            log.write_line(&line);
+        }
+        assert!(dir.path().join("shared.log.1").exists());
+        assert_eq!(mode(&shared), 0o644, "the file after rotation keeps the log's mode");
+
+        let mut private = RotatingFile::open(&fresh).unwrap();
+        for _ in 0..(5 * 1024 + 10) {
+            private.write_line(&line);
+        }
+        assert!(dir.path().join("fresh.log.1").exists());
+        assert_eq!(mode(&fresh), 0o600);
     }
 }

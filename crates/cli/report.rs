@@ -27,9 +27,10 @@ pub fn level(verbose: bool) -> Level {
 }
 
 /// A failure the tool reports with one message on stderr: exit 1. The message is
-/// logged too, so the log tells the story on its own.
+/// logged too, so the log tells the story on its own. A URL in it is shown redacted
+/// (SEC-02), as in the log.
 pub fn failure(message: impl Display) -> ExitCode {
-    let message = message.to_string();
+    let message = cfn_aws::http::redact_urls_in(&message.to_string());
     tracing::error!("{message}");
     eprintln!("{message}");
     ExitCode::FAILURE

@@ -1,5 +1,10 @@
 //! CloudFormation endpoints by region and partition (EP-01, EP-02, CLI-COMMON-07).
 
+use aws_smithy_runtime_api::client::endpoint::{
+    EndpointFuture, EndpointResolverParams, ResolveEndpoint, SharedEndpointResolver,
+};
+use aws_smithy_types::endpoint::Endpoint;
+
 /// The DNS suffix of the partition a region belongs to.
 pub fn dns_suffix(region: &str) -> &'static str {
     let r = region.to_ascii_lowercase();
@@ -36,9 +41,41 @@ pub fn sqs_url(region: &str) -> String {
     format!("https://sqs.{region}.{}", dns_suffix(region))
 }
 
+/// An SDK endpoint resolver that always answers one URL: our tools always know the
+/// endpoint (from `--url`, the region, or the configuration), so the SDK's endpoint
+/// rules, which would only hand that URL back, are not evaluated. (The SDK still parses
+/// its partitions table when a client is built; no public setting avoids that.)
+#[derive(Debug)]
+pub struct FixedEndpoint(pub String);
+
+impl FixedEndpoint {
+    /// The resolver in the form the SDK clients' configuration takes.
+    pub fn shared(url: impl Into<String>) -> SharedEndpointResolver {
+        SharedEndpointResolver::new(FixedEndpoint(url.into()))
+    }
+}
+
+impl ResolveEndpoint for FixedEndpoint {
+    fn resolve_endpoint<'a>(&'a self, _: &'a EndpointResolverParams) -> EndpointFuture<'a> {
+        EndpointFuture::ready(Ok(Endpoint::builder().url(self.0.clone()).build()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_endpoint_answers_its_url_whatever_the_parameters() {
+        let resolver = FixedEndpoint::shared("http://127.0.0.1:8000/");
+        let params = EndpointResolverParams::new(());
+        let endpoint = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(resolver.resolve_endpoint(&params))
+            .unwrap();
+        assert_eq!(endpoint.url(), "http://127.0.0.1:8000/");
+    }
 
     #[test]
     fn regional_endpoints() {

@@ -80,16 +80,17 @@ pub struct UrlParts {
 /// so `http://a#@b/` goes to `a`).
 pub fn parse_url(url: &str) -> Result<url::Url, TransportError> {
     // WHATWG parsing would read `http:///path` as the host `path`: refuse the typo.
+    let no_host = || TransportError::config(format!("Invalid URL (no host): {}", redact_url(url)));
     if url.trim().split_once("://").is_some_and(|(_, rest)| rest.starts_with('/')) {
-        return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
+        return Err(no_host());
     }
     let parsed = url::Url::parse(url.trim()).map_err(|e| match e {
-        url::ParseError::RelativeUrlWithoutBase => TransportError::config(format!("Invalid URL: {url}")),
-        url::ParseError::EmptyHost => TransportError::config(format!("Invalid URL (no host): {url}")),
+        url::ParseError::RelativeUrlWithoutBase => TransportError::config(format!("Invalid URL: {}", redact_url(url))),
+        url::ParseError::EmptyHost => no_host(),
         other => TransportError::config(format!("Invalid URL {}: {other}", redact_url(url))),
     })?;
     if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(TransportError::config(format!("Invalid URL (no host): {url}")));
+        return Err(no_host());
     }
     Ok(parsed)
 }
@@ -221,7 +222,7 @@ impl StreamingResponse {
         let left = self.body_deadline.saturating_duration_since(Instant::now());
         block_on_within(left, self.body.chunk())
             .ok_or_else(|| TransportError::new("Read timed out"))?
-            .map_err(|e| TransportError::new(read_reason(&e)))
+            .map_err(|e| TransportError::new(read_reason(e)))
     }
 
     /// The first `limit` bytes of the body as text (for error answers), also written to
@@ -248,11 +249,12 @@ impl StreamingResponse {
 }
 
 /// Why reading a body failed, in the words of the innermost error.
-fn read_reason(e: &reqwest::Error) -> String {
+fn read_reason(e: reqwest::Error) -> String {
     if e.is_timeout() {
         return "Read timed out".to_string();
     }
-    format!("Connection broken: {}", innermost(e))
+    // The caller names the URL (redacted); reqwest's own copy is the full one.
+    format!("Connection broken: {}", innermost(&e.without_url()))
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -395,7 +397,7 @@ async fn exchange(url: &str, request: reqwest::RequestBuilder) -> Result<Respons
     let status = response.status().as_u16();
     let headers = header_list(response.headers());
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::new(read_reason(&e)))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| TransportError::new(read_reason(e)))? {
         if body.len() + chunk.len() > MAX_WHOLE_BODY {
             return Err(TransportError::new(format!("The answer is larger than {MAX_WHOLE_BODY} bytes")));
         }
@@ -412,7 +414,11 @@ async fn exchange(url: &str, request: reqwest::RequestBuilder) -> Result<Respons
 /// it has a user (NET-02).
 fn reqwest_proxy(proxy: &str) -> Result<reqwest::Proxy, TransportError> {
     let with_scheme = if proxy.contains("://") { proxy.to_string() } else { format!("http://{proxy}") };
-    let invalid = |reason: String| TransportError::config(format!("Invalid proxy {}: {reason}", redact_url(proxy)));
+    // Redacted with its scheme, so that `user:password@host:port` is recognised too;
+    // shown as it was given.
+    let shown = redact_url(&with_scheme);
+    let shown = if proxy.contains("://") { shown.as_str() } else { shown.trim_start_matches("http://") }.to_string();
+    let invalid = |reason: String| TransportError::config(format!("Invalid proxy {shown}: {reason}"));
     let url = url::Url::parse(&with_scheme).map_err(|e| invalid(e.to_string()))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("expected [http://][user:password@]host:port".into()));
@@ -443,6 +449,9 @@ fn describe(error: reqwest::Error) -> TransportError {
     if error.is_timeout() {
         return TransportError::new("Request timed out");
     }
+    // An error without a cause shows reqwest's own copy of the URL, unredacted; the
+    // caller names the URL itself.
+    let error = error.without_url();
     let reason = innermost(&error);
     if reason.contains("failed to lookup address") || reason.contains("Name or service not known") {
         return TransportError::new("Could not resolve host name");
@@ -467,9 +476,6 @@ fn log_wire_head(url: &str, status: u16, headers: &[(String, String)]) {
     tracing::debug!(target: "cfn_wire", "Response: {status} {} [headers: {{{headers}}}]", redact_url(url));
 }
 
-const SECRET_QUERY_KEYS: &[&str] =
-    &["x-amz-signature", "x-amz-credential", "x-amz-security-token", "signature", "awsaccesskeyid"];
-
 /// An error answer whose body says nothing a client can read (a proxy's HTML page, say):
 /// `HTTP <status> <first line of the body>`, the first line cut at 200 characters.
 pub fn unreadable_answer(status: u16, text: &str) -> String {
@@ -477,7 +483,27 @@ pub fn unreadable_answer(status: u16, text: &str) -> String {
     format!("HTTP {status} {snippet}").trim_end().into()
 }
 
-/// Masks presigned-URL signatures, credentials and tokens, and userinfo.
+/// Query parameters whose values are credentials: S3's presigned URLs (SigV4 and
+/// SigV2), and the same idea elsewhere (Google Cloud Storage signed URLs, Azure SAS
+/// `sig`, GitHub's `token` for private raw files, OAuth's `access_token`).
+const SECRET_QUERY_KEYS: &[&str] = &[
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "signature",
+    "awsaccesskeyid",
+    "x-goog-signature",
+    "x-goog-credential",
+    "sig",
+    "token",
+    "access_token",
+];
+
+/// A URL as it may be shown in a log line, an error or on stderr (SEC-02, LOG-08): the
+/// userinfo (`user:password@`) becomes `REDACTED@` and the values of credential query
+/// parameters (see `SECRET_QUERY_KEYS`) become `REDACTED`; the rest is kept as written,
+/// so the message still says which URL failed. Text that is not a URL comes back
+/// unchanged (unless it has a `?` query with such a parameter).
 pub fn redact_url(url: &str) -> String {
     let url = redact_userinfo(url);
     let Some((base, query)) = url.split_once('?') else {
@@ -500,11 +526,50 @@ fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    // Where the HTTP client (WHATWG rules) ends the authority, so that what is masked is
+    // exactly what would have been sent as credentials.
+    let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
     match rest[..end].rsplit_once('@') {
         Some((_, host)) => format!("{scheme}://REDACTED@{host}{}", &rest[end..]),
         None => url.to_string(),
     }
+}
+
+/// Free text (a tool's command line or output) with every URL in it passed through
+/// [`redact_url`]. A URL starts at its scheme (`name://`) and ends at white space, a
+/// quote or `<`/`>`, as URLs appear in command lines, Python list reprs and messages;
+/// punctuation that ends a sentence or a clause (`url: reason`, `(url)`) is not part of
+/// it. Text already redacted comes back unchanged.
+pub fn redact_urls_in(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let is_scheme_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.');
+    let is_end = |c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '<' | '>');
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut search) = (0, 0);
+    while let Some(found) = text[search..].find("://") {
+        let separator = search + found;
+        let mut start = separator;
+        while start > copied && is_scheme_byte(bytes[start - 1]) {
+            start -= 1;
+        }
+        // A scheme starts with a letter.
+        while start < separator && !bytes[start].is_ascii_alphabetic() {
+            start += 1;
+        }
+        if start == separator {
+            search = separator + 3;
+            continue;
+        }
+        let mut end = text[separator..].find(is_end).map_or(text.len(), |i| separator + i);
+        while end > separator + 3 && matches!(bytes[end - 1], b'.' | b',' | b':' | b';' | b'!' | b'?' | b')') {
+            end -= 1;
+        }
+        out.push_str(&text[copied..start]);
+        out.push_str(&redact_url(&text[start..end]));
+        (copied, search) = (end, end);
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -567,5 +632,56 @@ mod tests {
         );
         assert_eq!(redact_url("http://u:secret@proxy:3128/"), "http://REDACTED@proxy:3128/");
         assert_eq!(redact_url("http://h/?Action=DescribeStackResource"), "http://h/?Action=DescribeStackResource");
+        assert_eq!(
+            redact_url(
+                "https://u:p@b.s3.amazonaws.com/k?AWSAccessKeyId=AK&Expires=1&Signature=s%2B&x-amz-security-token=t"
+            ),
+            "https://REDACTED@b.s3.amazonaws.com/k?AWSAccessKeyId=REDACTED&Expires=1&Signature=REDACTED&x-amz-security-token=REDACTED"
+        );
+        assert_eq!(redact_url("https://ghp_token@github.com/o/r"), "https://REDACTED@github.com/o/r");
+        // The authority ends where the HTTP client ends it: an `@` after `#`, `\\` or `/`
+        // is not userinfo, and the host shown is the one the request goes to.
+        assert_eq!(redact_url("http://other-host#@good-host/x"), "http://other-host#@good-host/x");
+        assert_eq!(redact_url("https://registry.example/@scope/pkg"), "https://registry.example/@scope/pkg");
+        // Paths and plain words pass unchanged.
+        for text in ["/srv/app.tgz", "notaurl", "", "http:///path", "rpm -U /a.rpm"] {
+            assert_eq!(redact_url(text), text);
+        }
+    }
+
+    #[test]
+    fn redacts_every_url_in_free_text() {
+        assert_eq!(
+            redact_urls_in("rpm -U --quiet /a.rpm http://u:pw@h/b.rpm?X-Amz-Signature=sig1 https://h/c.rpm"),
+            "rpm -U --quiet /a.rpm http://REDACTED@h/b.rpm?X-Amz-Signature=REDACTED https://h/c.rpm"
+        );
+        assert_eq!(
+            redact_urls_in("['http://u:pw@h/a.rpm', \"https://h/b?Signature=s\"]"),
+            "['http://REDACTED@h/a.rpm', \"https://h/b?Signature=REDACTED\"]"
+        );
+        assert_eq!(
+            redact_urls_in("error: skipping https://u:pw@h/x.rpm?sig=abc - transfer failed"),
+            "error: skipping https://REDACTED@h/x.rpm?sig=REDACTED - transfer failed"
+        );
+        assert_eq!(redact_urls_in("(x+https://u:p@h/)"), "(x+https://REDACTED@h/)");
+        let message = "Failed to retrieve http://u:p@h/x?a=1&Signature=s: HTTP Error 403. See http://h/?token=t.";
+        let redacted = "Failed to retrieve http://REDACTED@h/x?a=1&Signature=REDACTED: HTTP Error 403. \
+                        See http://h/?token=REDACTED.";
+        assert_eq!(redact_urls_in(message), redacted);
+        assert_eq!(redact_urls_in(redacted), redacted);
+        for text in ["no urls here", "a ://b c", "12://x", "", "é://ü", "Ünïcödé https://h/ok?a=b ✓"] {
+            assert_eq!(redact_urls_in(text), text);
+        }
+    }
+
+    #[test]
+    fn invalid_urls_and_proxies_are_shown_redacted() {
+        let message = |url: &str| parse_url(url).unwrap_err().message;
+        assert_eq!(message("http:///p?Signature=s"), "Invalid URL (no host): http:///p?Signature=REDACTED");
+        assert_eq!(message("nohost?token=t"), "Invalid URL: nohost?token=REDACTED");
+        assert_eq!(message("http://u:pw@h:99999/"), "Invalid URL http://REDACTED@h:99999/: invalid port number");
+        let proxy = |p: &str| reqwest_proxy(p).unwrap_err().message;
+        assert_eq!(proxy("u:pw@h:99999"), "Invalid proxy REDACTED@h:99999: invalid port number");
+        assert_eq!(proxy("http://u:pw@h:99999"), "Invalid proxy http://REDACTED@h:99999: invalid port number");
     }
 }

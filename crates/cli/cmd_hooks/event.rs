@@ -11,7 +11,7 @@
 use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env};
 use crate::optparse::{Opt, Parser};
 use crate::{logging, options, report};
-use cfn_aws::http::HttpClient;
+use cfn_aws::http::{self, HttpClient};
 use cfn_aws::presigned;
 use cfn_aws::retry::Policy;
 use cfn_hooks::command_result::{self as command, CommandEvent};
@@ -60,7 +60,12 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     };
     let url = match presigned::decode_url(&handle) {
         Ok(url) => url,
-        Err(decoded) => return report::failure(format!("Error: Invalid EventHandle URL specified: {decoded}")),
+        Err(decoded) => {
+            return report::failure(format!(
+                "Error: Invalid EventHandle URL specified: {}",
+                http::redact_url(&decoded)
+            ));
+        }
     };
     let ids = match command_ids(&parser, &parsed) {
         Ok(ids) => ids,

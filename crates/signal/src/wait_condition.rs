@@ -14,9 +14,11 @@ pub use cfn_aws::presigned::{PutError as SignalError, http_verdict};
 /// The reason sent with a FAILURE signal when none was given (SIG-06).
 pub const DEFAULT_FAILURE_REASON: &str = "Configuration failed.";
 
-/// SIG-05: neither a URL nor the base64 encoding of one. Shows the argument as given.
+/// SIG-05: neither a URL nor the base64 encoding of one. Shows the argument as given,
+/// less any password or signature (`HTTPS://…` is refused, as the reference refused it,
+/// but is still a presigned URL).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("Invalid WaitConditionHandle URL specified: {0}")]
+#[error("Invalid WaitConditionHandle URL specified: {}", http::redact_url(.0))]
 pub struct InvalidHandleUrl(pub String);
 
 /// SIG-05: the handle URL from the command-line argument — used as it is when it starts
@@ -97,6 +99,10 @@ mod tests {
         }
         // Decodes to bytes that are not text.
         assert!(handle_url("/////w==").is_err());
+        assert_eq!(
+            handle_url("HTTPS://u:pw@h/x?Signature=s1g").unwrap_err().to_string(),
+            "Invalid WaitConditionHandle URL specified: HTTPS://REDACTED@h/x?Signature=REDACTED"
+        );
     }
 
     #[test]
