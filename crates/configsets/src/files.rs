@@ -17,13 +17,15 @@
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::{self, Content, FileSpec};
+use crate::parent_dir::{Entry, ParentDir, open_parent};
 use base64::Engine;
 use cfn_host::users;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::fs::{self, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Applies the section's files; returns the paths that changed (INIT-FILES-12). What
@@ -65,10 +67,10 @@ fn process_umask() -> u32 {
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_os_string();
+fn with_suffix(name: &OsStr, suffix: &str) -> OsString {
+    let mut s = name.to_os_string();
     s.push(suffix);
-    PathBuf::from(s)
+    s
 }
 
 fn moved(from: &Path, to: &Path) {
@@ -77,117 +79,164 @@ fn moved(from: &Path, to: &Path) {
 
 /// What was at the path before, and how it was set aside.
 struct Previous {
-    meta: fs::Metadata,
-    /// Content of a previous regular file, for change detection.
-    content: Option<Vec<u8>>,
+    entry: Entry,
+    /// A previous regular file, open, for change detection: its content is compared
+    /// with the new one in pieces, never read whole.
+    file: Option<fs::File>,
     had_bak: bool,
 }
 
-/// The `.bak`/`.bak2` dance (INIT-FILES-10), undone on failure (INIT-FILES-11).
-struct Backup {
-    path: PathBuf,
-    bak: PathBuf,
-    bak2: PathBuf,
+/// The `.bak`/`.bak2` dance (INIT-FILES-10), undone on failure (INIT-FILES-11), all
+/// within the opened parent directory.
+struct Backup<'a> {
+    dir: &'a ParentDir,
+    name: OsString,
+    bak: OsString,
+    bak2: OsString,
     previous: Option<Previous>,
     /// The previous entry was renamed away (a directory) rather than linked.
     renamed: bool,
 }
 
-impl Backup {
-    fn take(path: &Path) -> Result<Backup, String> {
-        let bak = with_suffix(path, ".bak");
-        let bak2 = with_suffix(path, ".bak2");
-        let Ok(meta) = fs::symlink_metadata(path) else {
-            return Ok(Backup { path: path.into(), bak, bak2, previous: None, renamed: false });
+impl<'a> Backup<'a> {
+    fn take(dir: &'a ParentDir, name: &OsStr) -> Result<Backup<'a>, String> {
+        let bak = with_suffix(name, ".bak");
+        let bak2 = with_suffix(name, ".bak2");
+        let (path, bak_path, bak2_path) = (dir.show(name), dir.show(&bak), dir.show(&bak2));
+        let mut backup = Backup { dir, name: name.into(), bak, bak2, previous: None, renamed: false };
+        let Ok(entry) = dir.entry(name) else {
+            return Ok(backup);
         };
         tracing::debug!("{} already exists", path.display());
-        let content = if meta.file_type().is_file() { fs::read(path).ok() } else { None };
-        let had_bak = fs::symlink_metadata(&bak).is_ok();
+        let file = if entry.is_file() { open_same_file(dir, name, &entry) } else { None };
+        let had_bak = dir.exists(&backup.bak);
         if had_bak {
-            remove_any(&bak2);
-            moved(&bak, &bak2);
-            fs::rename(&bak, &bak2).map_err(|e| format!("Could not rename {}: {e}", bak.display()))?;
+            dir.remove_any(&backup.bak2);
+            moved(&bak_path, &bak2_path);
+            dir.rename(&backup.bak, &backup.bak2)
+                .map_err(|e| format!("Could not rename {}: {e}", bak_path.display()))?;
         }
-        moved(path, &bak);
+        moved(&path, &bak_path);
         // A hard link keeps the file in place until the new one is renamed over it;
         // a directory has to move away.
-        let renamed = meta.is_dir() || fs::hard_link(path, &bak).is_err();
-        if renamed && let Err(e) = fs::rename(path, &bak) {
+        let renamed = entry.is_dir() || dir.hard_link(name, &backup.bak).is_err();
+        if renamed && let Err(e) = dir.rename(name, &backup.bak) {
             if had_bak {
-                let _ = fs::rename(&bak2, &bak);
+                let _ = dir.rename(&backup.bak2, &backup.bak);
             }
             return Err(format!("Could not rename {}: {e}", path.display()));
         }
-        Ok(Backup { path: path.into(), bak, bak2, previous: Some(Previous { meta, content, had_bak }), renamed })
+        backup.previous = Some(Previous { entry, file, had_bak });
+        backup.renamed = renamed;
+        Ok(backup)
     }
 
     /// Puts everything back as it was.
     fn restore(&self) {
         let Some(previous) = &self.previous else { return };
-        moved(&self.bak, &self.path);
+        let dir = self.dir;
+        moved(&dir.show(&self.bak), &dir.show(&self.name));
         if self.renamed {
-            let _ = fs::rename(&self.bak, &self.path);
+            let _ = dir.rename(&self.bak, &self.name);
         } else {
-            let _ = fs::remove_file(&self.bak);
+            let _ = dir.remove_file(&self.bak);
         }
         if previous.had_bak {
-            moved(&self.bak2, &self.bak);
-            let _ = fs::rename(&self.bak2, &self.bak);
+            moved(&dir.show(&self.bak2), &dir.show(&self.bak));
+            let _ = dir.rename(&self.bak2, &self.bak);
         }
     }
 
     /// After success: an unchanged file keeps the older backup as `.bak`.
     fn finish(&self, changed: bool) {
-        if fs::symlink_metadata(&self.bak2).is_err() {
+        let dir = self.dir;
+        if !dir.exists(&self.bak2) {
             return;
         }
         if changed {
-            remove_any(&self.bak2);
+            dir.remove_any(&self.bak2);
         } else {
-            moved(&self.bak2, &self.bak);
-            let _ = fs::rename(&self.bak2, &self.bak);
+            moved(&dir.show(&self.bak2), &dir.show(&self.bak));
+            let _ = dir.rename(&self.bak2, &self.bak);
         }
     }
 }
 
-fn remove_any(path: &Path) {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            let _ = fs::remove_dir_all(path);
-        }
-        Ok(_) => {
-            let _ = fs::remove_file(path);
-        }
-        Err(_) => {}
+/// The regular file `name` opened for reading, if it is still the one `entry`
+/// describes (not a link or a FIFO put there since: neither is followed or waited on).
+fn open_same_file(dir: &ParentDir, name: &OsStr, entry: &Entry) -> Option<fs::File> {
+    let file = dir.open_read(name).ok()?;
+    let now = file.metadata().ok()?;
+    (now.is_file() && now.dev() == entry.dev && now.ino() == entry.ino).then_some(file)
+}
+
+/// Whether `old` (the previous file) and `new` hold the same bytes: their sizes first,
+/// then their contents in pieces, so that neither is ever held whole.
+fn same_content(old: &fs::File, old_len: u64, mut new: impl Read, new_len: u64) -> std::io::Result<bool> {
+    if old_len != new_len {
+        return Ok(false);
     }
+    let mut old = old;
+    old.rewind()?;
+    let (mut a, mut b) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = read_full(&mut old, &mut a)?;
+        let m = read_full(&mut new, &mut b)?;
+        if a[..n] != b[..m] {
+            return Ok(false);
+        }
+        if n < a.len() {
+            return Ok(true);
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how much was read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// A temporary file or link beside the target, removed unless it was renamed into place.
-struct Temp {
-    path: PathBuf,
+struct Temp<'a> {
+    dir: &'a ParentDir,
+    name: OsString,
     kept: bool,
 }
 
-impl Temp {
-    fn beside(target: &Path) -> Temp {
+impl<'a> Temp<'a> {
+    fn beside(dir: &'a ParentDir, target: &OsStr) -> Temp<'a> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let unique = format!(".{name}.cfn-init-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        Temp { path: target.with_file_name(unique), kept: false }
+        let mut name = OsString::from(".");
+        name.push(target);
+        name.push(format!(".cfn-init-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        Temp { dir, name, kept: false }
     }
 
-    fn install(mut self, target: &Path) -> Result<(), String> {
-        fs::rename(&self.path, target).map_err(|e| format!("Could not rename {}: {e}", self.path.display()))?;
+    fn path(&self) -> PathBuf {
+        self.dir.show(&self.name)
+    }
+
+    fn install(mut self, target: &OsStr) -> Result<(), String> {
+        self.dir.rename(&self.name, target).map_err(|e| format!("Could not rename {}: {e}", self.path().display()))?;
         self.kept = true;
         Ok(())
     }
 }
 
-impl Drop for Temp {
+impl Drop for Temp<'_> {
     fn drop(&mut self) {
         if !self.kept {
-            let _ = fs::remove_file(&self.path);
+            let _ = self.dir.remove_file(&self.name);
         }
     }
 }
@@ -206,10 +255,10 @@ fn write_file(
     if spec.is_symlink() {
         return write_symlink(spec, path, touched);
     }
-    let parent = ensure_parent(path)?;
-    touched.insert(parent);
-    let backup = Backup::take(path)?;
-    let result = write_regular(spec, path, env, umask, backup.previous.as_ref());
+    let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
+    touched.insert(dir.path.clone());
+    let backup = Backup::take(&dir, &name)?;
+    let result = write_regular(spec, &dir, &name, env, umask, backup.previous.as_ref());
     match result {
         Ok(changed) => {
             backup.finish(changed);
@@ -222,35 +271,18 @@ fn write_file(
     }
 }
 
-fn ensure_parent(path: &Path) -> Result<PathBuf, String> {
-    let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-    match fs::metadata(&parent) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(format!("Parent directory {} exists and is a file", parent.display())),
-        Err(_) => {
-            tracing::debug!("Parent directory {} does not exist, creating", parent.display());
-            fs::create_dir_all(&parent).map_err(|e| format!("Could not create {}: {e}", parent.display()))?;
-        }
-    }
-    Ok(parent)
-}
-
 fn write_regular(
     spec: &FileSpec,
-    path: &Path,
+    dir: &ParentDir,
+    name: &OsStr,
     env: &Environment<'_>,
     umask: u32,
     previous: Option<&Previous>,
 ) -> Result<bool, String> {
     tracing::debug!("Writing content to {}", spec.path);
-    let temp = Temp::beside(path);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp.path)
-        .map_err(|e| format!("Could not write {}: {e}", temp.path.display()))?;
+    let temp = Temp::beside(dir, name);
+    let mut file =
+        dir.create_new(&temp.name, 0o600).map_err(|e| format!("Could not write {}: {e}", temp.path().display()))?;
     let written: Option<Vec<u8>> = match &spec.content {
         Some(content) => {
             let bytes = inline_content(spec, content)?;
@@ -259,16 +291,18 @@ fn write_regular(
         }
         None => match &spec.source {
             Some(url) => {
-                tracing::debug!("Retrieving contents from {url}");
+                // The URL may carry a password or a presigned signature (SEC-02).
+                let shown = cfn_aws::http::redact_url(url);
+                tracing::debug!("Retrieving contents from {shown}");
                 env.fetch
                     .fetch(url, spec.authentication.as_deref(), &mut file)
-                    .map_err(|reason| format!("Failed to retrieve {url}: {reason}"))?;
+                    .map_err(|reason| format!("Failed to retrieve {shown}: {reason}"))?;
                 if let Some(context) = &spec.context {
                     let mut text = String::new();
                     file.rewind()
                         .and_then(|_| file.read_to_string(&mut text))
-                        .map_err(|e| format!("Failed to retrieve {url}: {e}"))?;
-                    let rendered = render(&text, context)?;
+                        .map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
+                    let rendered = render(&text, context, &spec.path)?;
                     file.set_len(0)
                         .and_then(|_| file.rewind())
                         .and_then(|_| file.write_all(rendered.as_bytes()))
@@ -286,8 +320,9 @@ fn write_regular(
             mode & 0o7777
         }
         None => match previous {
-            Some(p) if p.meta.is_file() => {
-                let mode = p.meta.mode() & 0o7777;
+            // Never a link's mode (issue 13, item 2): only a regular file's.
+            Some(p) if p.entry.is_file() => {
+                let mode = p.entry.mode;
                 tracing::debug!(
                     "No mode specified for {}. Setting permissions of the existing file: {}.",
                     spec.path,
@@ -311,8 +346,10 @@ fn write_regular(
     let keep_owner = spec.owner.is_none() && spec.group.is_none();
     let (uid, gid) = match previous {
         // An addition: a rewritten file keeps its owner unless told otherwise (the
-        // reference handed it to root, WEAK-owner).
-        Some(p) if keep_owner && !p.meta.is_dir() => (Some(p.meta.uid()), Some(p.meta.gid())),
+        // reference handed it to root, WEAK-owner) — only a regular file's, and only in
+        // a directory that only root can write; anywhere else another user could have
+        // put it there to be handed the new content (issue 13, item 2).
+        Some(p) if keep_owner && p.entry.is_file() && dir.root_only => (Some(p.entry.uid), Some(p.entry.gid)),
         _ => (uid, gid),
     };
     if uid.is_some() || gid.is_some() {
@@ -321,18 +358,24 @@ fn write_regular(
     }
     file.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(|e| format!("Could not set the mode of {}: {e}", spec.path))?;
-    drop(file);
-    temp.install(path)?;
 
-    let changed = match previous {
-        None => true,
-        Some(p) if p.meta.file_type().is_symlink() => true,
-        Some(p) => match (&p.content, written) {
-            (Some(old), Some(new)) => *old != new,
-            (Some(old), None) => fs::read(path).map(|now| now != *old).unwrap_or(true),
-            (None, _) => true,
-        },
+    // INIT-FILES-10: whether the content changed decides what `.bak` keeps. A file
+    // that cannot be compared counts as changed.
+    let changed = match previous.map(|p| (&p.entry, &p.file)) {
+        Some((entry, Some(old))) if entry.is_file() => {
+            let old_len = old.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+            let same = match &written {
+                Some(bytes) => same_content(old, old_len, bytes.as_slice(), bytes.len() as u64),
+                None => {
+                    file.metadata().and_then(|m| file.rewind().and_then(|_| same_content(old, old_len, &file, m.len())))
+                }
+            };
+            !same.unwrap_or(false)
+        }
+        _ => true,
     };
+    drop(file);
+    temp.install(name)?;
     Ok(changed)
 }
 
@@ -356,16 +399,23 @@ fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String>
             base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
         }
         Content::Text(text) => match &spec.context {
-            Some(context) => render(text, context).map(String::into_bytes),
+            Some(context) => render(text, context, &spec.path).map(String::into_bytes),
             None => Ok(text.clone().into_bytes()),
         },
     }
 }
 
-fn render(template: &str, context: &Value) -> Result<String, String> {
+/// The template rendered; a limit that stops it is reported with the file's path, since
+/// the template itself is fine and only this file's rendering is refused.
+fn render(template: &str, context: &Value, path: &str) -> Result<String, String> {
     tracing::debug!("Rendering as Mustache template");
-    crate::mustache::render(template, context)
-        .map_err(|e| format!("Failed to render content as a Mustache template: {e}"))
+    crate::mustache::render(template, context).map_err(|e| {
+        if e.is_limit() {
+            format!("Failed to render content as a Mustache template: {path}: {e}")
+        } else {
+            format!("Failed to render content as a Mustache template: {e}")
+        }
+    })
 }
 
 /// The ids for `owner` and `group`, logged as the reference logs them (-1 = unchanged).
@@ -417,22 +467,22 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
             spec.path
         ));
     }
-    let parent = ensure_parent(path)?;
-    touched.insert(parent);
-    let backup = Backup::take(path)?;
+    let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
+    touched.insert(dir.path.clone());
+    let backup = Backup::take(&dir, &name)?;
     tracing::debug!("{} is specified as a symbolic link to {target}", spec.path);
     let result = (|| {
-        let temp = Temp::beside(path);
-        std::os::unix::fs::symlink(&target, &temp.path).map_err(|e| format!("Could not create {}: {e}", spec.path))?;
+        let temp = Temp::beside(&dir, &name);
+        dir.symlink(OsStr::new(&target), &temp.name).map_err(|e| format!("Could not create {}: {e}", spec.path))?;
         if spec.mode.is_some() {
             tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
         }
         let (uid, gid) = owner_ids(spec)?;
         if uid.is_some() || gid.is_some() {
-            std::os::unix::fs::lchown(&temp.path, uid, gid)
+            dir.chown_nofollow(&temp.name, uid, gid)
                 .map_err(|e| format!("Could not change the owner of {}: {e}", spec.path))?;
         }
-        temp.install(path)
+        temp.install(&name)
     })();
     if let Err(e) = result {
         backup.restore();
@@ -442,9 +492,79 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
     // The mode applies to the link's target, as AWS documents (the link's own mode
     // cannot be set on Linux).
     if let Some(mode) = spec.mode {
-        fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o7777)).map_err(|e| {
+        dir.chmod_follow(&name, mode & 0o7777).map_err(|e| {
             format!("Could not set the mode of {} through the link {}: {}", target, spec.path, cfn_python::strerror(&e))
         })?;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn old_file(content: &[u8]) -> (tempfile::TempDir, fs::File) {
+        let temp = tempfile::tempdir().unwrap();
+        fs::write(temp.path().join("old"), content).unwrap();
+        let (dir, name) = open_parent(&temp.path().join("old")).unwrap();
+        let entry = dir.entry(&name).unwrap();
+        let file = open_same_file(&dir, &name, &entry).unwrap();
+        (temp, file)
+    }
+
+    fn same(old: &[u8], new: &[u8]) -> bool {
+        let (_temp, file) = old_file(old);
+        same_content(&file, old.len() as u64, new, new.len() as u64).unwrap()
+    }
+
+    #[test]
+    fn contents_are_compared_in_pieces() {
+        // Larger than a piece, and not a multiple of it.
+        let big: Vec<u8> = (0..3 * 64 * 1024 + 17).map(|i| (i % 251) as u8).collect();
+        assert!(same(&big, &big));
+        let mut last_differs = big.clone();
+        *last_differs.last_mut().unwrap() ^= 1;
+        assert!(!same(&big, &last_differs));
+        let mut first_differs = big.clone();
+        first_differs[0] ^= 1;
+        assert!(!same(&big, &first_differs));
+        assert!(!same(&big, &big[..big.len() - 1]));
+        assert!(same(b"", b""));
+        assert!(!same(b"", b"x"));
+        // Exactly one piece.
+        let piece = vec![7u8; 64 * 1024];
+        assert!(same(&piece, &piece));
+    }
+
+    #[test]
+    fn sizes_decide_without_reading() {
+        // A reader that fails shows that nothing was read when the sizes differ.
+        struct Unreadable;
+        impl Read for Unreadable {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("read"))
+            }
+        }
+        let (_temp, file) = old_file(b"abc");
+        assert!(!same_content(&file, 3, Unreadable, 4).unwrap());
+        assert!(same_content(&file, 3, Unreadable, 3).is_err());
+    }
+
+    #[test]
+    fn a_link_or_a_replaced_file_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, link) = (dir.path().join("a"), dir.path().join("link"));
+        fs::write(&a, "a").unwrap();
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let (parent, _) = open_parent(&a).unwrap();
+        let link_entry = parent.entry(OsStr::new("link")).unwrap();
+        assert!(open_same_file(&parent, OsStr::new("link"), &link_entry).is_none());
+        let a_entry = parent.entry(OsStr::new("a")).unwrap();
+        assert!(open_same_file(&parent, OsStr::new("a"), &a_entry).is_some());
+        // The old file stays linked elsewhere, so its inode number cannot be reused.
+        fs::hard_link(&a, dir.path().join("old")).unwrap();
+        fs::write(dir.path().join("b"), "b").unwrap();
+        fs::rename(dir.path().join("b"), &a).unwrap();
+        assert!(open_same_file(&parent, OsStr::new("a"), &a_entry).is_none());
+    }
 }

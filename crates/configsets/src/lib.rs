@@ -18,6 +18,7 @@ pub mod groups;
 pub mod model;
 pub mod mustache;
 pub mod packages;
+pub mod parent_dir;
 pub mod services;
 pub mod sources;
 pub mod tool;
