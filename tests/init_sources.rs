@@ -477,3 +477,106 @@ fn download_failures_name_the_url() {
     );
     assert!(!host.exists("root/d"));
 }
+
+/// A loopback HTTP server that answers every request with `body`.
+fn serve(body: Vec<u8>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let mut reader = BufReader::new(client.try_clone().unwrap());
+            let mut client = client;
+            if read_head(&mut reader).is_none() {
+                continue;
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = client.write_all(head.as_bytes());
+            let _ = client.write_all(&body);
+        }
+    });
+    url
+}
+
+/// Issue 13, item 6 (INIT-SRC-03): a downloaded gzip whose GNU long-name header declares
+/// 4 GiB is refused from that header alone (the tar crate would read it whole into
+/// memory), with the reference's exit code, the URL redacted, and nothing extracted.
+#[test]
+fn an_archive_past_a_limit_is_refused_with_the_limit_named() {
+    let host = Host::new();
+    let mut long_name = tar::Header::new_gnu();
+    long_name.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+    long_name.set_mode(0o644);
+    long_name.set_entry_type(tar::EntryType::GNULongName);
+    long_name.set_size(4 << 30);
+    long_name.set_cksum();
+    let mut tar = tar_bytes(&[E::File("good.txt", b"ok", 0o644)]);
+    tar.truncate(tar.len() - 1024);
+    tar.extend_from_slice(long_name.as_bytes());
+    tar.extend_from_slice(&[b'a'; 64 * 1024]);
+    let url = format!("{}/app.tgz?X-Amz-Signature=0123secret", serve(gzip(&tar)));
+    let run = host.sources(json!({host.p("root/d"): url}));
+    let shown = url.replace("0123secret", "REDACTED");
+    let message = format!(
+        "Refusing to extract {shown}: a GNU long name header of 4294967296 bytes is larger than the limit of 1 MiB"
+    );
+    run.code(1).stderr_is(&format!("Error occurred during build: {message}\n"));
+    assert!(host.log().contains(&message), "{}", host.log());
+    assert!(!host.exists("root/d"), "nothing extracted");
+    host.assert_outside_empty();
+}
+
+/// Issue 13, item 4 (INIT-SRC-03): links that stay inside the target one by one but lead
+/// out together, in downloaded tarballs. A link the archive made is not replaced by
+/// another (the issue's `d -> e`, `l -> d/d/d/d/../../../..`, `d -> .`: refused before
+/// anything is written); a link that leads out only once a later link exists is found
+/// at the end and removed, and nothing is written through it on the way.
+#[test]
+fn links_that_lead_outside_together_are_refused() {
+    let host = Host::new();
+    let target = host.p("root/dest");
+    let cases: [(&str, Vec<E<'_>>, String); 3] = [
+        (
+            "chain.tgz",
+            vec![
+                E::Dir("e/d/d/d/", 0o755),
+                E::Sym("d", "e"),
+                E::Sym("l", "d/d/d/d/../../../.."),
+                E::Sym("d", "."),
+                E::File("l/outside/x", b"evil", 0o644),
+            ],
+            "d would replace the symbolic link d extracted before it".into(),
+        ),
+        (
+            "late.tgz",
+            vec![E::Dir("b/", 0o755), E::Sym("l", "a/a/b/../../.."), E::Sym("a", "."), E::File("f", b"f", 0o644)],
+            format!(
+                "l is a symbolic link to a/a/b/../../.., outside {target} once the archive is extracted (the link was removed)"
+            ),
+        ),
+        (
+            "through.tgz",
+            vec![
+                E::Dir("b/", 0o755),
+                E::Sym("l", "a/a/b/../../.."),
+                E::Sym("a", "."),
+                E::File("l/outside/x", b"evil", 0o644),
+            ],
+            format!("l/outside/x would be written through a symbolic link that leads outside {target}"),
+        ),
+    ];
+    for (name, entries, expected) in cases {
+        let url = format!("{}/{name}", serve(gzip(&tar_bytes(&entries))));
+        let run = host.sources(json!({&target: url}));
+        let message = format!("Refusing to extract {url}: {expected}");
+        run.code(1).stderr_is(&format!("Error occurred during build: {message}\n"));
+        assert!(host.log().contains(&message), "{}", host.log());
+        host.assert_outside_empty();
+        assert!(!host.exists("root/dest/l"), "{name}: the link is gone");
+        if name == "chain.tgz" {
+            assert!(!host.exists("root/dest"), "nothing extracted");
+        } else {
+            assert_eq!(std::fs::read_link(host.p("root/dest/a")).unwrap(), Path::new("."));
+        }
+        let _ = std::fs::remove_dir_all(host.p("root/dest"));
+    }
+}
