@@ -28,10 +28,11 @@
 //!   delimiters.
 //!
 //! Parsing is linear in the template length for a given pair of delimiters (each tag
-//! search resumes where the previous one stopped); rendering is linear in the size of
-//! the output. Rendered sections may nest at most [`MAX_DEPTH`] deep (pystache fails with
-//! Python's recursion limit a little above 300) and the output is capped at
-//! [`MAX_OUTPUT`] bytes, so no template can exhaust the stack or loop for ever.
+//! search resumes where the previous one stopped). Rendered sections may nest at most
+//! [`MAX_DEPTH`] deep (pystache fails with Python's recursion limit a little above 300),
+//! the output is capped at [`MAX_OUTPUT`] bytes and the work at [`MAX_STEPS`] steps, so
+//! no template can exhaust the stack or memory or loop for ever (pystache renders nested
+//! loops until it is killed).
 
 use cfn_python::repr::write_repr;
 use cfn_python::truth::is_truthy;
@@ -44,6 +45,18 @@ pub const MAX_DEPTH: usize = 256;
 
 /// The largest rendered output accepted, in bytes.
 pub const MAX_OUTPUT: usize = 256 * 1024 * 1024;
+
+/// The most rendering steps accepted. A step is a unit of work: every section pass (each
+/// item of a list a section iterates over, and the template itself), every text run or
+/// tag rendered, and every stack item and name part looked at to resolve a name.
+///
+/// Nested sections multiply: twenty sections over a ten-item list are 10^20 passes with
+/// no output for [`MAX_OUTPUT`] to stop. Real templates are far from the limit: metadata
+/// is at most a few hundred KiB, so a template looping over its largest list with a few
+/// dozen tags per item takes a few million steps. Fifty million steps take well under a
+/// second in a release build (about a second unoptimised), so a runaway template fails
+/// quickly instead of hanging cfn-init.
+pub const MAX_STEPS: u64 = 50_000_000;
 
 /// A 1-based line and column (in characters) in the template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +85,19 @@ pub enum MustacheError {
     TooDeep { at: Position, max: usize },
     #[error("rendered output exceeds {max} bytes")]
     TooLarge { max: usize },
+    #[error("rendering needs more than {max} steps (section passes, text runs, tags and name look-ups)")]
+    TooManySteps { max: u64 },
+}
+
+impl MustacheError {
+    /// Whether rendering was stopped by one of the bounds ([`MAX_DEPTH`], [`MAX_OUTPUT`],
+    /// [`MAX_STEPS`]) rather than by an error in the template's text.
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            MustacheError::TooDeep { .. } | MustacheError::TooLarge { .. } | MustacheError::TooManySteps { .. }
+        )
+    }
 }
 
 /// Render `template` with `context` as the bottom of the context stack.
@@ -80,7 +106,8 @@ pub enum MustacheError {
 /// itself does not render at all when `context` is `null`.
 pub fn render(template: &str, context: &Value) -> Result<String, MustacheError> {
     let parsed = Parser::new(template).parse()?;
-    let mut renderer = Renderer { template, nodes: &parsed.nodes, out: String::with_capacity(template.len()) };
+    let mut renderer =
+        Renderer { template, nodes: &parsed.nodes, out: String::with_capacity(template.len()), steps: 0 };
     let mut stack: Vec<&Value> = Vec::new();
     if !context.is_null() {
         stack.push(context);
@@ -417,12 +444,17 @@ struct Renderer<'t, 'n> {
     template: &'t str,
     nodes: &'n [Node],
     out: String,
+    /// Rendering steps taken so far, against [`MAX_STEPS`].
+    steps: u64,
 }
 
 impl Renderer<'_, '_> {
     fn range(&mut self, from: usize, to: usize, stack: &mut Vec<&Value>, depth: usize) -> Result<(), MustacheError> {
+        // A pass over an empty body costs a step too: it is what nested loops multiply.
+        self.step()?;
         let mut i = from;
         while i < to {
+            self.step()?;
             match &self.nodes[i] {
                 Node::Text(span) => {
                     let text = &self.template[span.clone()];
@@ -430,20 +462,20 @@ impl Renderer<'_, '_> {
                     i += 1;
                 }
                 Node::Escaped(key) => {
-                    if let Some(value) = lookup(stack, &self.template[key.clone()]) {
+                    if let Some(value) = self.lookup(stack, key)? {
                         self.push(|out| write_str_value(out, value, true))?;
                     }
                     i += 1;
                 }
                 Node::Raw(key) => {
-                    if let Some(value) = lookup(stack, &self.template[key.clone()]) {
+                    if let Some(value) = self.lookup(stack, key)? {
                         self.push(|out| write_str_value(out, value, false))?;
                     }
                     i += 1;
                 }
                 Node::Section { key, inverted, end, at } => {
                     let (end, at) = (*end, *at);
-                    let value = lookup(stack, &self.template[key.clone()]);
+                    let value = self.lookup(stack, key)?;
                     let truthy = value.is_some_and(is_truthy);
                     if truthy != *inverted {
                         if depth >= MAX_DEPTH {
@@ -475,6 +507,26 @@ impl Renderer<'_, '_> {
         Ok(())
     }
 
+    fn step(&mut self) -> Result<(), MustacheError> {
+        self.charge(1)
+    }
+
+    /// [`lookup`], its cost counted as steps.
+    fn lookup<'v>(&mut self, stack: &[&'v Value], key: &Span) -> Result<Option<&'v Value>, MustacheError> {
+        let mut cost = 0;
+        let value = lookup(stack, &self.template[key.clone()], &mut cost);
+        self.charge(cost)?;
+        Ok(value)
+    }
+
+    fn charge(&mut self, steps: u64) -> Result<(), MustacheError> {
+        self.steps = self.steps.saturating_add(steps);
+        if self.steps > MAX_STEPS {
+            return Err(MustacheError::TooManySteps { max: MAX_STEPS });
+        }
+        Ok(())
+    }
+
     fn push(&mut self, write: impl FnOnce(&mut String)) -> Result<(), MustacheError> {
         write(&mut self.out);
         if self.out.len() > MAX_OUTPUT {
@@ -484,15 +536,21 @@ impl Renderer<'_, '_> {
     }
 }
 
-/// pystache's name resolution; `None` is "not found" (renders as `""`, falsy).
-fn lookup<'v>(stack: &[&'v Value], name: &str) -> Option<&'v Value> {
+/// pystache's name resolution; `None` is "not found" (renders as `""`, falsy). `cost`
+/// grows by the stack items and name parts looked at, which is the work done.
+fn lookup<'v>(stack: &[&'v Value], name: &str, cost: &mut u64) -> Option<&'v Value> {
+    *cost += 1;
     if name == "." {
         return stack.last().copied();
     }
     let mut parts = name.split('.');
     let first = parts.next().unwrap_or_default();
-    let mut value = stack.iter().rev().find_map(|item| item.as_object().and_then(|map| map.get(first)))?;
+    let mut value = stack.iter().rev().find_map(|item| {
+        *cost += 1;
+        item.as_object().and_then(|map| map.get(first))
+    })?;
     for part in parts {
+        *cost += 1;
         value = value.as_object()?.get(part)?;
     }
     Some(value)
@@ -776,6 +834,46 @@ mod tests {
         let ctx = json!({"l": ten, "s": "x".repeat(1 << 20)});
         let template = format!("{}{{{{{{s}}}}}}{}", "{{#l}}".repeat(8), "{{/l}}".repeat(8));
         assert_eq!(render(&template, &ctx).unwrap_err(), MustacheError::TooLarge { max: MAX_OUTPUT });
+    }
+
+    #[test]
+    fn nested_loops_are_bounded() {
+        let ten: Vec<u8> = (0..10).collect();
+        let started = std::time::Instant::now();
+        // Twenty sections over ten items: 10^20 passes, no output. It stops at the budget.
+        let template = format!("{}{}", "{{#l}}".repeat(20), "{{/l}}".repeat(20));
+        let err = render(&template, &json!({ "l": ten })).unwrap_err();
+        assert_eq!(err, MustacheError::TooManySteps { max: MAX_STEPS });
+        assert_eq!(
+            err.to_string(),
+            format!("rendering needs more than {MAX_STEPS} steps (section passes, text runs, tags and name look-ups)")
+        );
+        // Ten million missing names under 254 sections, each searching the whole stack:
+        // under the budget by tags alone, but the search is counted, so this stops as early.
+        let template = format!(
+            "{}{}{}{}{}",
+            "{{#t}}".repeat(250),
+            "{{#l}}".repeat(4),
+            "{{nope}}".repeat(1000),
+            "{{/l}}".repeat(4),
+            "{{/t}}".repeat(250)
+        );
+        let err = render(&template, &json!({ "l": ten, "t": true })).unwrap_err();
+        assert_eq!(err, MustacheError::TooManySteps { max: MAX_STEPS });
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+    }
+
+    #[test]
+    fn large_real_templates_stay_within_the_budget() {
+        // 100 000 items with ten tags each, three sections deep: a few million steps.
+        let items: Vec<Value> = (0..100_000).map(|i| json!({"name": format!("n{i}"), "port": i})).collect();
+        let context = json!({"cfg": {"hosts": items, "domain": "example.com"}});
+        let body = "{{name}}.{{domain}}:{{port}} {{#port}}on{{/port}}{{^port}}off{{/port}} {{cfg.domain}} {{{name}}} {{& name}} {{missing}}\n";
+        let template = format!("{{{{#cfg}}}}{{{{#hosts}}}}{body}{{{{/hosts}}}}{{{{/cfg}}}}");
+        let out = r(&template, &context);
+        assert_eq!(out.lines().count(), 100_000);
+        assert!(out.starts_with("n0.example.com:0 off example.com n0 n0 \n"), "{}", &out[..80]);
     }
 
     #[test]
