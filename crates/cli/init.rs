@@ -11,12 +11,12 @@ use cfn_aws::http::HttpClient;
 use cfn_aws::{Imds, credentials};
 use cfn_configsets::{BuildError, Environment, Fetch};
 use cfn_host::paths;
+use cfn_metadata::applied;
 use cfn_metadata::source::{self, MetadataSource};
 use cfn_python::json as pyjson;
 use serde_json::Value;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -63,7 +63,9 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Ok(metadata) => metadata,
         Err(code) => return code,
     };
-    store_metadata(&metadata);
+    if let Some((data, text)) = store_metadata(&metadata) {
+        record_origin(&source, &api.region, &data, &text);
+    }
 
     let init = match metadata.get(INIT_KEY) {
         Some(init) if cfn_python::truth::is_truthy(init) => init,
@@ -94,7 +96,9 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error occurred during build: {e}");
+            // The error may quote a tool's output or a location with a password or a
+            // signature in it; the log has it redacted, and so has the terminal (SEC-02).
+            eprintln!("Error occurred during build: {}", cfn_aws::http::redact_urls_in(&e.to_string()));
             ExitCode::FAILURE
         }
     }
@@ -152,7 +156,8 @@ fn check_credential_options(
 
 /// `/var/lib/cfn-init/data/metadata.json` (INIT-CLI-06, STATE-01, STATE-03): the whole
 /// metadata, pretty-printed, readable by root only because it can hold secrets.
-fn store_metadata(metadata: &Value) {
+/// Returns the directory and the text stored, unless the directory could not be made.
+fn store_metadata(metadata: &Value) -> Option<(PathBuf, String)> {
     let state = paths::lib_dir().join("cfn-init");
     let data = state.join("data");
     let created = std::fs::create_dir_all(paths::lib_dir())
@@ -166,27 +171,35 @@ fn store_metadata(metadata: &Value) {
         let message = format!("Could not create {} to store metadata", data.display());
         tracing::error!("{message}");
         eprintln!("{message}");
-        return;
+        return None;
     }
-    let target = data.join("metadata.json");
+    let target = data.join(applied::METADATA_FILE);
     let text = pyjson::to_pretty(metadata);
     // Runs with unchanged metadata (a repeated cfn-init, cfn-hup's actions) leave an
     // identical private copy alone: a rewrite is a create and a rename on every run.
     if mode_of(&target) == Some(0o600) && std::fs::read(&target).is_ok_and(|old| old == text.as_bytes()) {
-        return;
+        return Some((data, text));
     }
-    let temp = data.join(format!(".metadata.json.{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|_| std::fs::rename(&temp, &target));
+    // Synced, file and directory (issue 13, item 14): cfn-hup takes a hook's first
+    // baseline from this copy, so a power loss must not leave half of it or lose it.
+    let written = cfn_host::durable::replace(&target, text.as_bytes(), 0o600);
     if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
         tracing::error!("Could not write {}: {e}", target.display());
+    }
+    Some((data, text))
+}
+
+/// Beside `metadata.json`, which stack resource it came from (none for a file or stdin):
+/// cfn-hup takes a hook's first baseline from it (see `cfn_metadata::applied`).
+fn record_origin(source: &MetadataSource, region: &str, data: &Path, text: &str) {
+    let origin = match source {
+        MetadataSource::Stack { stack, logical_id } => {
+            Some(applied::Origin { stack: stack.clone(), region: region.to_string(), logical_id: logical_id.clone() })
+        }
+        MetadataSource::File(_) | MetadataSource::Stdin => None,
+    };
+    if let Err(e) = applied::record(data, origin.as_ref(), text) {
+        tracing::warn!("Could not record the origin of {}: {e}", data.join(applied::METADATA_FILE).display());
     }
 }
 
