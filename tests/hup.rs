@@ -33,8 +33,13 @@ impl Hup {
     }
 
     fn on(emulator: Emulator, template: &Value) -> Hup {
+        Hup::built(emulator, |_| template.clone())
+    }
+
+    /// A stack whose template names paths in the sandbox.
+    fn built(emulator: Emulator, template: impl FnOnce(&Sandbox) -> Value) -> Hup {
         let sandbox = Sandbox::new();
-        let stack = emulator.create_stack(&unique("hup"), template);
+        let stack = emulator.create_stack(&unique("hup"), &template(&sandbox));
         let dir = sandbox.path("conf");
         std::fs::create_dir_all(dir.join("hooks.d")).unwrap();
         let creds =
@@ -87,7 +92,11 @@ impl Hup {
     }
 
     fn update(&self, metadata: &Value) {
-        let template = instance_template(metadata).to_string();
+        self.update_template(&instance_template(metadata));
+    }
+
+    fn update_template(&self, template: &Value) {
+        let template = template.to_string();
         self.emulator
             .call("UpdateStack", &[("StackName", &self.stack), ("TemplateBody", &template)])
             .unwrap_or_else(|e| panic!("UpdateStack: {e}"));
@@ -201,6 +210,14 @@ impl Drop for Reaper {
             let _ = child.wait();
         }
     }
+}
+
+/// The pid of a process that has exited and been reaped (for stale pid files).
+fn exited_pid() -> u32 {
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    pid
 }
 
 fn signal(pid: i32, sig: i32) {
@@ -361,6 +378,25 @@ fn post_add_and_post_remove_on_nested_paths_with_their_environment() {
     assert_eq!(hup.marks().len(), 6);
 }
 
+/// An environment variable that is not UTF-8 reaches the action byte for byte, beside
+/// the CFN_* variables cfn-hup adds (it used to make cfn-hup panic when it copied its
+/// environment into strings).
+#[test]
+fn a_variable_that_is_not_utf8_passes_through_to_the_action() {
+    use std::os::unix::ffi::OsStrExt;
+    let hup = Hup::new(&json!({"config": {"flag": "on"}}));
+    let marks = hup.marks_path();
+    hup.hooks(&format!(
+        "[raw]\ntriggers=post.add\npath=Resources.Instance.Metadata.config.flag\n\
+         action=printf '%s|%s' \"$CFN_RAW\" \"$CFN_NEW_METADATA\" > {}\n",
+        marks.display()
+    ));
+    let raw = std::ffi::OsStr::from_bytes(b"caf\xe9\xff");
+    let run = hup.cmd().arg("--no-daemon").env("CFN_RAW", raw).run();
+    run.code(0);
+    assert_eq!(std::fs::read(&marks).unwrap(), b"caf\xe9\xff|on", "{}", hup.log());
+}
+
 /// A state file written by the reference 1.4-31 (tests/golden/cfn-hup/reference-pass) is
 /// read — unchanged values do not fire, the datetime marker is understood — and
 /// rewritten in the same format, atomically, 0600 (STATE-04).
@@ -402,7 +438,10 @@ fn a_state_file_written_by_the_reference_is_read_and_kept_in_its_format() {
     let db: Value = serde_json::from_str(&text).unwrap();
     let marker = db["last|Resources.Instance"]["_datetime: special_serialization: not_regular_json_"].as_str().unwrap();
     assert!(marker.starts_with("\"20") && marker.ends_with('"') && marker.len() >= 21, "{marker}");
-    assert_eq!(db["nested-add|Resources.Instance.Metadata.a.b"], Value::Null, "entries of other hooks are kept");
+    // The reference kept the entries of hooks it no longer had; they are dropped (issue
+    // 13, item 14), the others keep the reference's order.
+    assert!(db.get("nested-add|Resources.Instance.Metadata.a.b").is_none(), "{text}");
+    assert_eq!(db.as_object().unwrap().len(), 6, "{text}");
     assert!(
         text.starts_with(
             r#"{"last|Resources.Instance": {"_datetime: special_serialization: not_regular_json_": "\"20"#
@@ -410,6 +449,30 @@ fn a_state_file_written_by_the_reference_is_read_and_kept_in_its_format() {
         "{text}"
     );
     assert_eq!(std::fs::metadata(hup.db_path()).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+/// A hook removed from the configuration loses its entry in metadata_db.json at the next
+/// pass; the remaining hooks' entries are unchanged (issue 13, item 14; STATE-04).
+#[test]
+fn the_state_of_a_removed_hook_is_dropped_at_the_next_pass() {
+    let hup = Hup::new(&json!({"k": "v", "m": "w"}));
+    let kept = "[kept]\ntriggers=post.update\npath=Resources.Instance.Metadata.k\naction=true\n";
+    hup.hooks(&format!("{kept}[gone]\ntriggers=post.update\npath=Resources.Instance.Metadata.m\naction=true\n"));
+    hup.once();
+    assert_eq!(
+        read(&hup.db_path()),
+        r#"{"kept|Resources.Instance.Metadata.k": "v", "gone|Resources.Instance.Metadata.m": "w"}"#
+    );
+    assert!(!hup.log().contains("Dropped the state"), "{}", hup.log());
+    hup.hooks(kept);
+    hup.once();
+    assert_eq!(read(&hup.db_path()), r#"{"kept|Resources.Instance.Metadata.k": "v"}"#);
+    assert!(
+        hup.log()
+            .contains("[INFO] Dropped the state of hooks no longer configured: gone|Resources.Instance.Metadata.m\n"),
+        "{}",
+        hup.log()
+    );
 }
 
 /// One DescribeStackResource per resource per pass; a resource in progress is left for
@@ -465,6 +528,121 @@ fn one_call_per_resource_per_pass_and_resources_in_progress_wait() {
     assert_eq!(hup.describe_calls().len() - before, 2);
 }
 
+/// The instance's template of the missed-update scenario: `Instance` waits for its
+/// signal (CreationPolicy), so cfn-hup's first passes skip it (HUP-DET-02).
+fn waiting_template(metadata: &Value) -> Value {
+    json!({"Resources": {"Instance": {
+        "Type": "AWS::EC2::Instance", "Metadata": metadata,
+        "CreationPolicy": {"ResourceSignal": {"Count": 1, "Timeout": "PT30M"}},
+        "Properties": {"ImageId": "ami-12345678", "InstanceType": "t3.micro"}
+    }}})
+}
+
+/// A missed update (issue 13, item 16): cfn-init builds the instance while its resource
+/// waits for the signal, `prepare` runs, cfn-hup's first pass skips the resource, the
+/// signal completes it and an UpdateStack lands before cfn-hup's next pass. Returns the
+/// set-up after two more passes, and the file cfn-init writes.
+fn missed_update(prepare: impl FnOnce(&Hup, &Value)) -> (Hup, PathBuf) {
+    let metadata = |content: &str, target: &Path| json!({"AWS::CloudFormation::Init": {"config": {"files": {target.to_str().unwrap(): {"content": content}}}}});
+    let hup =
+        Hup::built(Emulator::shared(), |sandbox| waiting_template(&metadata("version 1", &sandbox.path("app.conf"))));
+    let target = hup.sandbox.path("app.conf");
+    prepare(&hup, &metadata("version 1", &target));
+    let cfn_init = format!(
+        "{} -s {} -r Instance --url {} --access-key {ACCESS_KEY} --secret-key {SECRET_KEY}",
+        hup.sandbox.path("bin/cfn-init").display(),
+        hup.stack,
+        hup.emulator.url
+    );
+    hup.hooks(&format!(
+        "[cfn-auto-reloader-hook]\ntriggers=post.update\npath=Resources.Instance.Metadata.AWS::CloudFormation::Init\naction={} && {}\n",
+        hup.recorder("reload"),
+        cfn_init
+    ));
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    assert!(
+        hup.log().contains("Resource Instance is CREATE_IN_PROGRESS; hook cfn-auto-reloader-hook will be checked"),
+        "{}",
+        hup.log()
+    );
+    assert!(!hup.db_path().exists() || !read(&hup.db_path()).contains("cfn-auto-reloader-hook"));
+
+    hup.emulator
+        .call(
+            "SignalResource",
+            &[("StackName", &hup.stack), ("LogicalResourceId", "Instance"), ("UniqueId", "i-1"), ("Status", "SUCCESS")],
+        )
+        .unwrap();
+    hup.update_template(&waiting_template(&metadata("version 2", &target)));
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    (hup, target)
+}
+
+const BASELINE_LINE: &str =
+    "[INFO] No previous state for cfn-auto-reloader-hook; using the metadata cfn-init last applied as the baseline";
+
+/// cfn-init ran for the resource the hook watches: its copy is the hook's first
+/// baseline, so the update fires exactly once, with the old metadata in CFN_OLD_METADATA.
+#[test]
+fn an_update_before_the_first_completed_pass_fires_once_against_what_cfn_init_applied() {
+    let (hup, target) = missed_update(|hup, _| {
+        let cfn_init = hup.sandbox.cmd("cfn-init").args(["-s", &hup.stack, "-r", "Instance"]).with_keys(&hup.emulator);
+        cfn_init.run().code(0).stderr_is("");
+        assert_eq!(read(&hup.sandbox.path("app.conf")), "version 1");
+        let record = hup.sandbox.path("lib/cfn-init/data/metadata_source.json");
+        let record: Value = serde_json::from_str(&read(&record)).unwrap();
+        assert_eq!(
+            (record["stack"].as_str(), record["logical_id"].as_str()),
+            (Some(hup.stack.as_str()), Some("Instance"))
+        );
+    });
+    let marks = hup.marks();
+    assert_eq!(marks.len(), 1, "{marks:?}\n{}", hup.log());
+    assert!(
+        marks[0].contains(r#"CFN_OLD_METADATA={"config": {"files": {"#)
+            && marks[0].contains(r#""content": "version 1"}"#),
+        "{marks:?}"
+    );
+    assert!(marks[0].contains(r#""content": "version 2"}"#), "{marks:?}");
+    assert_eq!(read(&target), "version 2", "the action ran cfn-init with the new metadata");
+    let log = log_lines_without_time(&hup.log());
+    for line in
+        [BASELINE_LINE, "[INFO] Data has changed from previous state; action for cfn-auto-reloader-hook will be run"]
+    {
+        assert_eq!(log.iter().filter(|l| *l == line).count(), 1, "{line:?} once in\n{}", hup.log());
+    }
+}
+
+/// Without cfn-init's copy, or with one that names no stack resource (cfn-init read a
+/// file), the first completed pass records the updated metadata as the baseline and the
+/// update does not fire — the reference's behaviour (HUP-DET-01).
+#[test]
+fn without_a_copy_cfn_init_made_from_the_resource_the_first_pass_only_records_the_baseline() {
+    let (hup, target) = missed_update(|_, _| {});
+    assert!(!hup.sandbox.path("lib/cfn-init/data/metadata.json").exists());
+    assert_eq!(hup.marks(), Vec::<String>::new(), "{}", hup.log());
+    assert!(!target.exists());
+    assert!(!hup.log().contains("cfn-init last applied"), "{}", hup.log());
+    let db: Value = serde_json::from_str(&read(&hup.db_path())).unwrap();
+    let stored = db["cfn-auto-reloader-hook|Resources.Instance.Metadata.AWS::CloudFormation::Init"].to_string();
+    assert!(stored.contains("version 2"), "{stored}");
+
+    let (hup, _) = missed_update(|hup, v1| {
+        let file = hup.sandbox.path("v1.json");
+        std::fs::write(&file, v1.to_string()).unwrap();
+        hup.sandbox.cmd("cfn-init").arg(&file).run().code(0);
+        assert!(hup.sandbox.path("lib/cfn-init/data/metadata.json").exists());
+        assert!(!hup.sandbox.path("lib/cfn-init/data/metadata_source.json").exists());
+    });
+    assert_eq!(hup.marks(), Vec::<String>::new(), "{}", hup.log());
+    assert!(
+        hup.log().contains("[DEBUG] No baseline from cfn-init:") && hup.log().contains("names no stack resource"),
+        "{}",
+        hup.log()
+    );
+}
+
 /// `runas` switches to the user directly: uid, gid, HOME — and a nologin shell does not
 /// matter (HUP-ACT-02).
 #[test]
@@ -489,6 +667,37 @@ fn runas_runs_the_action_as_that_user() {
         "{}",
         hup.log()
     );
+}
+
+/// A `runas` action starts in a session of its own with no controlling terminal, through
+/// the same set-up as cfn-init's `runas` commands; an action without `runas` stays in
+/// cfn-hup's session (HUP-ACT-02).
+#[test]
+fn a_runas_action_starts_in_a_session_of_its_own() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    // Session, controlling terminal (0: none) and the parent's (cfn-hup's) session, from
+    // /proc/<pid>/stat: pid (comm) state ppid pgrp session tty_nr …
+    let probe = "read -r _ _ _ ppid _ sid tty _ < /proc/$$/stat; read -r _ _ _ _ _ psid _ < /proc/$ppid/stat; \
+                 echo \"uid=$(id -u) sid=$sid tty=$tty parent_sid=$psid\"";
+    let hook = |name: &str, runas: &str| {
+        format!("[{name}]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={probe}\n{runas}")
+    };
+    hup.hooks(&format!("{}\n{}", hook("as-root", ""), hook("as-user", "runas=nobody\n")));
+    hup.cmd().args(["--no-daemon", "-v"]).run().code(0);
+    let log = hup.log();
+    let words = |name: &str| -> std::collections::HashMap<String, String> {
+        let prefix = format!("[DEBUG] Action for {name} output: ");
+        let line = log_lines_without_time(&log)
+            .into_iter()
+            .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {prefix:?} in\n{log}"));
+        line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()
+    };
+    let (root, user) = (words("as-root"), words("as-user"));
+    assert_eq!((root["uid"].as_str(), &root["sid"]), ("0", &root["parent_sid"]), "{root:?}");
+    assert_ne!(user["uid"], "0", "{user:?}");
+    assert_ne!(user["sid"], user["parent_sid"], "{user:?}");
+    assert_eq!(user["tty"], "0", "{user:?}");
 }
 
 /// A hook file as users write them, read as ConfigParser reads it (HUP-CONF-02): CRLF
@@ -644,6 +853,18 @@ fn daemon_pid_file_second_instance_sighup_reload_and_sigterm() {
     hup.cmd().env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
     hup.cmd().arg("-F").env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
     assert_eq!(read(&hup.pid_path()), format!("{pid}\n"));
+    // The lock, not the text, says who runs (issue 13, item 14): a pid file made stale
+    // by hand (a dead pid, or nothing) still refuses a second instance, which names the
+    // lock's holder; the first keeps running with its file.
+    let dead = exited_pid();
+    for by_hand in [format!("{dead}\n"), String::new()] {
+        std::fs::write(hup.pid_path(), &by_hand).unwrap();
+        hup.cmd().env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+        hup.cmd().arg("-F").env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+        assert_eq!(read(&hup.pid_path()), by_hand, "the refused instance leaves the file alone");
+    }
+    std::fs::write(hup.pid_path(), format!("{pid}\n")).unwrap();
+    assert!(pid_alive(pid));
 
     // SIGHUP: the new hook in hooks.d is picked up at once (the interval is 30 s).
     std::fs::write(
@@ -678,9 +899,7 @@ fn daemon_pid_file_second_instance_sighup_reload_and_sigterm() {
 fn a_stale_pid_file_is_replaced() {
     let hup = Hup::new(&json!({"k": "v"}));
     hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
-    let mut gone = std::process::Command::new("true").spawn().unwrap();
-    let dead = gone.id();
-    gone.wait().unwrap();
+    let dead = exited_pid();
     std::fs::write(hup.pid_path(), format!("{dead}\n")).unwrap();
     let reaper = Reaper::new(&hup.pid_path());
     let started = Instant::now();
@@ -697,6 +916,69 @@ fn a_stale_pid_file_is_replaced() {
     );
     signal(pid, libc::SIGTERM);
     wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(pid));
+}
+
+/// A pid file deleted and written anew by hand while the service runs: a second instance
+/// still finds the service by its lock on the deleted file and is refused; the service
+/// leaves the new file alone when it stops, and a later start replaces it (issue 13,
+/// item 14; HUP-RUN-06).
+#[test]
+fn a_pid_file_replaced_by_hand_does_not_let_a_second_daemon_start() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
+    let reaper = Reaper::new(&hup.pid_path());
+    hup.cmd().env(INTERVAL_VAR, "30").run().code(0);
+    let pid: i32 = read(&hup.pid_path()).trim().parse().unwrap();
+    reaper.watch(pid);
+    let dead = exited_pid();
+    std::fs::remove_file(hup.pid_path()).unwrap();
+    std::fs::write(hup.pid_path(), format!("{dead}\n")).unwrap();
+    let message = format!("Error: cfn-hup is already running (pid {pid}, pid file {})\n", hup.pid_path().display());
+    hup.cmd().env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+    hup.cmd().arg("-F").env(INTERVAL_VAR, "30").run().code(1).stderr_is(&message);
+    assert_eq!(read(&hup.pid_path()), format!("{dead}\n"));
+    signal(pid, libc::SIGTERM);
+    wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(pid));
+    assert_eq!(read(&hup.pid_path()), format!("{dead}\n"), "not the service's file: left alone");
+    hup.cmd().env(INTERVAL_VAR, "30").run().code(0);
+    let next: i32 = read(&hup.pid_path()).trim().parse().unwrap();
+    reaper.watch(next);
+    assert_ne!(next, pid);
+    signal(next, libc::SIGTERM);
+    wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(next));
+    assert!(!hup.pid_path().exists(), "the pid file is removed");
+}
+
+/// Daemons started together against a stale pid file: exactly one runs, the others are
+/// refused with the message and exit 1 (issue 13, item 14: removing a stale file let two
+/// start). The lock is taken on the file as it is, never on one that was removed.
+#[test]
+fn daemons_started_together_over_a_stale_pid_file_leave_exactly_one_running() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks(&format!("[h]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("h")));
+    let dead = exited_pid();
+    std::fs::write(hup.pid_path(), format!("{dead}\n")).unwrap();
+    let reaper = Reaper::new(&hup.pid_path());
+    let commands: Vec<TestCommand> = (0..4).map(|_| hup.cmd().env(INTERVAL_VAR, "30")).collect();
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let started: Vec<_> = commands.into_iter().map(|c| s.spawn(move || c.run())).collect();
+        started.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let pid: i32 = read(&hup.pid_path()).trim().parse().unwrap();
+    reaper.watch(pid);
+    assert!(pid_alive(pid));
+    let message = format!("Error: cfn-hup is already running (pid {pid}, pid file {})\n", hup.pid_path().display());
+    let started = runs.iter().filter(|r| r.code == 0).count();
+    assert_eq!(started, 1, "exactly one daemon starts:\n{}", runs.iter().map(|r| r.to_string()).collect::<String>());
+    for refused in runs.iter().filter(|r| r.code != 0) {
+        refused.code(1).stderr_is(&message);
+    }
+    wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(hup.marks().len(), 1, "one daemon, one action");
+    signal(pid, libc::SIGTERM);
+    wait_until(Duration::from_secs(10), "the daemon to stop", || !pid_alive(pid));
+    assert!(!hup.pid_path().exists(), "the pid file is removed");
 }
 
 /// Foreground mode for systemd: the first pass at once, then a fixed cadence with a
@@ -935,33 +1217,91 @@ fn an_idle_service_does_not_wake_up_and_stops_at_once_on_sigterm() {
     assert_eq!(hup.describe_calls().len(), 1);
 }
 
-/// SIGTERM during a pass: the running action finishes and its new state is stored, the
-/// hooks after it do not run, and the service stops right after (README, cfn-hup).
-#[test]
-fn sigterm_during_an_action_lets_it_finish_and_stops_before_the_next_hook() {
-    let hup = Hup::new(&json!({"k": "v", "other": "w"}));
-    let marks = hup.marks_path();
+/// Starts the service with an update hook `slow` whose action runs `prefix`, then a
+/// `sleep 300` in the background and waits for it, and a hook after it; returns the
+/// pids of the action's shell and of its `sleep` once both run.
+fn start_with_a_long_action(hup: &Hup, reaper: &Reaper, prefix: &str) -> (i32, i32, i32) {
+    let pids = hup.sandbox.path("action.pids");
     hup.hooks(&format!(
-        "[slow]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=echo started >> {0}; sleep 3; echo finished >> {0}\n\
+        "[slow]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\n\
+         action={prefix}sleep 300 & echo $$ $! > {0}.tmp; mv {0}.tmp {0}; wait\n\
          [next]\ntriggers=post.add\npath=Resources.Instance.Metadata.other\naction={1}\n",
-        marks.display(),
+        pids.display(),
         hup.recorder("next")
     ));
+    let pid = start_foreground(hup, reaper, "3600", &[]);
+    wait_until(Duration::from_secs(20), "the long action to start", || pids.exists());
+    let text = read(&pids);
+    let mut numbers = text.split_whitespace().map(|n| n.parse::<i32>().unwrap());
+    let (shell, sleep) = (numbers.next().unwrap(), numbers.next().unwrap());
+    reaper.watch(sleep);
+    assert!(pid_alive(shell) && pid_alive(sleep));
+    (pid, shell, sleep)
+}
+
+/// SIGTERM during an action (issue 13, item 12; HUP-RUN-04): the action's process group
+/// gets SIGTERM — the action and the `sleep` it started end — the hooks after it do not
+/// run, its state is not stored (it runs again next time), and cfn-hup stops at once,
+/// exit 0, pid file removed, the stop logged.
+#[test]
+fn sigterm_during_an_action_terminates_its_process_group_and_stops_at_once() {
+    let hup = Hup::new(&json!({"k": "v", "other": "w"}));
     let reaper = Reaper::new(&hup.pid_path());
-    let pid = start_foreground(&hup, &reaper, "3600", &[]);
-    wait_until(Duration::from_secs(20), "the slow action to start", || hup.marks() == ["started"]);
+    let (pid, shell, sleep) = start_with_a_long_action(&hup, &reaper, "");
     signal(pid, libc::SIGTERM);
-    let status = reaper.wait_child(pid, Duration::from_secs(15)).expect("stops after the action");
+    let stopping = Instant::now();
+    let status = reaper.wait_child(pid, Duration::from_secs(15)).expect("stops during the action");
+    assert!(stopping.elapsed() < Duration::from_secs(3), "stopped after {:?}", stopping.elapsed());
     assert!(status.success(), "{status:?}");
-    assert_eq!(hup.marks(), ["started", "finished"], "the action finished; the next hook did not run");
-    let db: Value = serde_json::from_str(&read(&hup.db_path())).unwrap();
-    let keys: Vec<&String> = db.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 1, "only the finished hook's state is stored: {db}");
-    assert!(keys[0].starts_with("slow|"), "{db}");
-    let log = hup.log();
-    assert!(log.contains("[INFO] Stop requested: cfn-hup stops once the running pass ends\n"), "{log}");
-    assert!(log.ends_with("[INFO] Shutting down cfn-hup\n"), "{log}");
+    assert!(!pid_alive(shell) && !pid_alive(sleep), "the action's processes are gone");
     assert!(!hup.pid_path().exists());
+    assert!(hup.marks().is_empty(), "the next hook did not run: {:?}", hup.marks());
+    assert!(
+        !hup.db_path().exists() || !read(&hup.db_path()).contains("slow|"),
+        "the stopped action's state is not stored"
+    );
+    let log = log_lines_without_time(&hup.log());
+    let at = |line: &str| log.iter().position(|l| l == line).unwrap_or_else(|| panic!("no {line:?} in {log:#?}"));
+    let requested = at("[INFO] Stop requested: cfn-hup stops once the running pass ends");
+    let shutting = at("[INFO] Shutting down cfn-hup");
+    let terminating = at(&format!("[INFO] Stopping: terminating the action for slow (pid {shell})"));
+    assert!(requested < shutting && shutting < terminating, "{log:#?}");
+    assert!(
+        log.iter().any(|l| l == "[WARNING] Action for slow exited with -15; will retry on next iteration"),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("killing it")), "{log:#?}");
+}
+
+/// An action that ignores SIGTERM (its shell and its `sleep`) is killed with its group
+/// after the 5 s grace period (issue 13, item 12), and cfn-hup stops right after.
+#[test]
+fn an_action_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let hup = Hup::new(&json!({"k": "v", "other": "w"}));
+    let reaper = Reaper::new(&hup.pid_path());
+    let (pid, shell, sleep) = start_with_a_long_action(&hup, &reaper, "trap '' TERM; ");
+    signal(pid, libc::SIGTERM);
+    let stopping = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(pid_alive(pid) && pid_alive(shell) && pid_alive(sleep), "within the grace period the action still runs");
+    let status = reaper.wait_child(pid, Duration::from_secs(15)).expect("stops after the grace period");
+    let took = stopping.elapsed();
+    assert!(took >= Duration::from_millis(4900) && took < Duration::from_secs(8), "stopped after {took:?}");
+    assert!(status.success(), "{status:?}");
+    assert!(!pid_alive(shell) && !pid_alive(sleep), "the action's processes are gone");
+    assert!(!hup.pid_path().exists());
+    assert!(hup.marks().is_empty(), "the next hook did not run: {:?}", hup.marks());
+    let log = log_lines_without_time(&hup.log());
+    let at = |line: &str| log.iter().position(|l| l == line).unwrap_or_else(|| panic!("no {line:?} in {log:#?}"));
+    let terminating = at(&format!("[INFO] Stopping: terminating the action for slow (pid {shell})"));
+    let killing = at(&format!(
+        "[WARNING] Stopping: the action for slow (pid {shell}) is still running 5 s after SIGTERM; killing it"
+    ));
+    assert!(terminating < killing, "{log:#?}");
+    assert!(
+        log.iter().any(|l| l == "[WARNING] Action for slow exited with -9; will retry on next iteration"),
+        "{log:#?}"
+    );
 }
 
 /// Credentials are resolved by the daemon after it detached (the I/O runtime must not

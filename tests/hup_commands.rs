@@ -588,3 +588,103 @@ fn a_reload_during_the_long_poll_applies_to_the_next_command_and_sigterm_does_no
     assert!(status.success(), "{status:?}");
     assert!(setup.log().contains("[INFO] Shutting down cfn-hup\n"), "{}", setup.log());
 }
+
+/// SIGTERM while a command's action runs (issue 13, item 12; HUP-RUN-04): the action's
+/// process group gets SIGTERM — the action and the `sleep` it started end — and cfn-hup
+/// stops within seconds, exit 0, the stop logged.
+#[test]
+fn sigterm_terminates_a_running_command_action_and_what_it_started() {
+    let setup = Commands::new("");
+    let pids = setup.sandbox.path("action.pids");
+    let action = format!("sleep 300 & echo $$ $! > {0}.tmp; mv {0}.tmp {0}; wait", pids.display());
+    std::fs::write(setup.dir.join("hooks.conf"), hook("long", "deploy", &action, "send_result=false\n")).unwrap();
+    let mut guard = setup.service("2");
+    setup.send(&setup.command("deploy", "inv-long-1", json!({})));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pids.exists() {
+        assert!(Instant::now() < deadline, "the action did not start:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = read(&pids);
+    let numbers: Vec<i32> = text.split_whitespace().map(|n| n.parse().unwrap()).collect();
+    let alive = |pid: i32| {
+        // A zombie (exited, not yet reaped) counts as gone.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()) != Some("Z"))
+    };
+    assert!(numbers.iter().all(|&pid| alive(pid)), "{numbers:?}");
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(guard.0.id() as i32, libc::SIGTERM) }, 0);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = guard.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(4), "cfn-hup did not stop after SIGTERM:\n{}", setup.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    let gone = || numbers.iter().all(|&pid| !alive(pid));
+    while !gone() {
+        if stopped.elapsed() > Duration::from_secs(6) {
+            for &pid in &numbers {
+                // SAFETY: cleaning up the processes this test's action started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            panic!("the action's processes still ran: {numbers:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = setup.log();
+    assert!(log.contains(&format!("[INFO] Stopping: terminating the action for long (pid {})\n", numbers[0])), "{log}");
+    assert!(log.contains("[WARNING] Action for long exited with -15\n"), "{log}");
+}
+
+/// SIGHUP with a changed `[main]` while a command's action runs (issue 13, item 14): the
+/// new listener starts only once the old one has ended its round — at the action's end
+/// the log still shows one listener started — and it starts from what the old one
+/// recorded in commands_run.json, so the same command delivered again does not run twice.
+#[test]
+fn a_listener_replaced_on_sighup_starts_after_the_old_round_and_keeps_its_record() {
+    let setup = Commands::new("");
+    let marks = setup.marks_path();
+    let log = setup.sandbox.path("log/cfn-hup.log");
+    let action = format!(
+        "echo start >> {m}; sleep 2; echo listeners=$(grep -c 'Command listener .* started' {l}) >> {m}",
+        m = marks.display(),
+        l = log.display()
+    );
+    std::fs::write(setup.dir.join("hooks.conf"), hook("h", "deploy", &action, "send_result=false\n")).unwrap();
+    let guard = setup.service("1");
+    let pid = guard.0.id() as i32;
+    let started =
+        |log: &str| log.lines().filter(|l| l.contains("Command listener ") && l.ends_with(" started")).count();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}:\n{}", setup.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("the listener did not start", &|| started(&setup.log()) == 1);
+    let command = setup.command("deploy", "inv-handover-1", json!({}));
+    setup.send(&command);
+    wait_for("the action did not start", &|| setup.marks() == ["start"]);
+    let mut conf = read(&setup.dir.join("cfn-hup.conf"));
+    conf.push_str("interval=30\n");
+    std::fs::write(setup.dir.join("cfn-hup.conf"), conf).unwrap();
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    wait_for("no reload", &|| setup.log().contains("Configuration reloaded"));
+    wait_for("the action did not end", &|| setup.marks().len() == 2);
+    assert_eq!(setup.marks()[1], "listeners=1", "the new listener started during the old one's round");
+    wait_for("the new listener did not start", &|| started(&setup.log()) == 2);
+    setup.send(&command);
+    wait_for("the repeated message was not seen", &|| {
+        setup.log().contains("has already run; deleting the repeated message")
+    });
+    assert_eq!(setup.marks().len(), 2, "{}", setup.log());
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    drop(guard);
+}

@@ -187,4 +187,30 @@ mod tests {
         let r = parse(result_body(&c, "l", 1, "", &long));
         assert_eq!(r["Message"], json!(format!("{}...{}", "a".repeat(500), "b".repeat(500))));
     }
+
+    #[test]
+    fn results_from_kept_output_equal_those_from_the_whole_output() {
+        // cfn-hup keeps only the head and tail of an action's output (KEEP bytes each);
+        // the result needs no more than 500 characters at either end of the trimmed text.
+        use cfn_host::output::{KEEP, KeptOutput};
+        let c = Command::from_body(&envelope(&sample())).unwrap();
+        let whole_and_kept = |text: &str| (text.trim_end().to_string(), KeptOutput::from_bytes(text.as_bytes()));
+        let cases = [
+            // Far longer than what is kept, ending in a newline.
+            format!("start {} end\n", "é".repeat(5 * KEEP)),
+            // A short result followed by more blank space than is kept.
+            format!("ok{}", " \n".repeat(3 * KEEP)),
+        ];
+        for text in &cases {
+            let (whole, kept) = whole_and_kept(text);
+            assert!(kept.left_out() > 0);
+            for code in [0, 1] {
+                assert_eq!(
+                    result_body(&c, "l", code, &kept.text_trim_end(), &kept.text_trim_end()),
+                    result_body(&c, "l", code, &whole, &whole),
+                    "exit code {code}"
+                );
+            }
+        }
+    }
 }

@@ -7,7 +7,6 @@
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const DAY_FORMAT: &str = "%Y-%m-%dT00:00:00";
@@ -88,24 +87,16 @@ impl CommandsRun {
         cfn_python::json::to_compact(&Value::Object(document))
     }
 
-    /// Written through a temporary file and a rename, so a crash never leaves half a file.
+    /// Written through a temporary file of its own and a rename, both synced, so a crash
+    /// never leaves half a file and two writers never share a temporary file.
     fn save(&self) -> std::io::Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         if !dir.is_dir() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         }
-        let temp = dir.join(format!(".commands_run.json.{}.tmp", std::process::id()));
-        let result = (|| {
-            let mut file = std::fs::File::create(&temp)?;
-            file.write_all(self.to_text().as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&temp, &self.path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        result
+        // 0666 less the umask, as `File::create` and the reference's `open` make it.
+        cfn_host::durable::replace(&self.path, self.to_text().as_bytes(), 0o666)
     }
 }
 

@@ -1,8 +1,9 @@
-//! Running as a service (HUP-RUN-02..06, STATE-06): the pid file with stale-pid
-//! detection, the classic double-fork daemon and the polling schedule (fixed cadence
-//! with jitter, throttling back-off). Signals are in [`crate::signals`].
+//! Running as a service (HUP-RUN-02..06, STATE-06): the pid file, locked while the
+//! service runs (a stale one is replaced), the classic double-fork daemon and the
+//! polling schedule (fixed cadence with jitter, throttling back-off). Signals are in
+//! [`crate::signals`].
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -28,11 +29,18 @@ fn os_error(what: &'static str) -> DaemonError {
     DaemonError::System { what, source: std::io::Error::last_os_error() }
 }
 
-/// `/var/run/cfn-hup.pid` (or under `CFN_BOOTSTRAP_RUN_DIR`), held while the service runs.
+/// `/var/run/cfn-hup.pid` (or under `CFN_BOOTSTRAP_RUN_DIR`), held while the service
+/// runs: the file stays open with an exclusive `fcntl` write lock on it for the
+/// service's lifetime (issue 13, item 14). The lock, not the file's existence or its
+/// text, says that a cfn-hup runs: the kernel drops it when the process ends, however
+/// it ends, so a leftover file is never mistaken for a running service, and a file
+/// whose text was changed by hand does not let a second service start.
 #[derive(Debug)]
 pub struct PidFile {
     path: PathBuf,
-    pid: i32,
+    /// Open for the service's lifetime: closing it (or any other descriptor of the
+    /// file in this process) releases the lock.
+    file: std::fs::File,
 }
 
 pub fn default_pid_path() -> PathBuf {
@@ -45,40 +53,138 @@ fn process_alive(pid: i32) -> bool {
         && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
+/// Whether `pid` is a cfn-hup: the program or its script (the reference runs as
+/// `python … cfn-hup`) is named cfn-hup.
+fn is_cfn_hup(pid: i32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    cmdline.split(|b| *b == 0).take(2).any(|arg| arg.rsplit(|b| *b == b'/').next() == Some(b"cfn-hup"))
+}
+
+fn whole_file_lock(kind: libc::c_int) -> libc::flock {
+    // SAFETY: flock is a plain C struct; all zero is a valid value.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock
+}
+
+/// Takes the write lock without waiting. `Err(Some(pid))`: another process holds it
+/// (`Some(0)` when its pid is not visible here, e.g. from another pid namespace).
+fn try_lock(file: &std::fs::File) -> Result<(), Option<i32>> {
+    let mut lock = whole_file_lock(libc::F_WRLCK);
+    // SAFETY: fcntl on a descriptor we own with a valid struct flock.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    if !matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) {
+        // Locks not supported here (an unusual file system): fall back to the text.
+        tracing::warn!("Could not lock the pid file: {error}; relying on the pid it names");
+        return Ok(());
+    }
+    // SAFETY: as above; F_GETLK fills in the conflicting lock's holder.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) } == 0
+        && lock.l_type != libc::F_UNLCK as libc::c_short
+    {
+        Err(Some(lock.l_pid))
+    } else {
+        Err(Some(0))
+    }
+}
+
+/// A cfn-hup that still holds the lock on a pid file which was deleted from `path` (by
+/// hand, with a new file put in its place): its pid. Found through `/proc/locks` and
+/// the holder's open files, which name a deleted file `<path> (deleted)`.
+fn holder_of_deleted(path: &Path) -> Option<i32> {
+    let dir = std::fs::canonicalize(path.parent().filter(|d| !d.as_os_str().is_empty())?).ok()?;
+    let wanted = format!("{} (deleted)", dir.join(path.file_name()?).display());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let me = std::process::id() as i32;
+    // "1: POSIX  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; lines with "->" are waiters.
+    let holders = locks.lines().filter_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&"POSIX") && fields.get(3) == Some(&"WRITE"))
+            .then(|| fields.get(4)?.parse::<i32>().ok())?
+    });
+    holders.filter(|pid| *pid != me && is_cfn_hup(*pid)).find(|pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == wanted.as_str()))
+        })
+    })
+}
+
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 impl PidFile {
-    /// Creates the pid file exclusively with this process's pid. A file naming a live
-    /// process refuses the start; a file naming no live process (or no pid at all) is
-    /// stale and replaced.
+    /// Opens (or creates) the pid file, locks it and writes this process's pid into it.
+    /// A lock held by another process refuses the start, naming the holder. A file
+    /// nobody holds is stale and replaced — unless it names a running cfn-hup, which
+    /// holds no lock because it predates it (the reference, during an upgrade).
     pub fn acquire(path: &Path) -> Result<PidFile, DaemonError> {
         let pid = std::process::id() as i32;
         let shown = path.display().to_string();
+        let pid_file_error = |source| DaemonError::PidFile { path: shown.clone(), source };
         for _ in 0..5 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(path) {
-                Ok(mut file) => {
-                    file.write_all(format!("{pid}\n").as_bytes())
-                        .and_then(|_| file.sync_all())
-                        .map_err(|source| DaemonError::PidFile { path: shown.clone(), source })?;
-                    return Ok(PidFile { path: path.to_path_buf(), pid });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let text = std::fs::read_to_string(path).unwrap_or_default();
-                    match text.trim().parse::<i32>() {
-                        Ok(other) if other != pid && process_alive(other) => {
-                            return Err(DaemonError::AlreadyRunning { pid: other, path: shown });
-                        }
-                        _ => {
-                            tracing::warn!(
-                                "Removing stale pid file {shown} (it names {:?}, which is not a running process)",
-                                text.trim()
-                            );
-                            let _ = std::fs::remove_file(path);
-                        }
-                    }
-                }
-                Err(source) => return Err(DaemonError::PidFile { path: shown, source }),
+            // Not truncated: the holder's pid stays readable while the lock is tried.
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o644)
+                .open(path)
+                .map_err(pid_file_error)?;
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let named = text.trim().parse::<i32>().ok();
+            if let Err(holder) = try_lock(&file) {
+                let pid = holder.filter(|p| *p > 0).or(named).unwrap_or(0);
+                return Err(DaemonError::AlreadyRunning { pid, path: shown });
             }
+            // The holder removes the file before it lets go: a lock on a file that is
+            // no longer at `path` proves nothing. Try again with the one there now.
+            if !same_file(&file, path) {
+                continue;
+            }
+            // The file nobody holds may have been put there by hand, over the running
+            // service's own.
+            if let Some(holder) = holder_of_deleted(path) {
+                return Err(DaemonError::AlreadyRunning { pid: holder, path: shown });
+            }
+            // Read again under the lock: a previous holder may have written since.
+            text.clear();
+            let _ = file.seek(std::io::SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
+            if !text.trim().is_empty() {
+                match text.trim().parse::<i32>() {
+                    Ok(other) if other != pid && process_alive(other) && is_cfn_hup(other) => {
+                        return Err(DaemonError::AlreadyRunning { pid: other, path: shown });
+                    }
+                    _ => tracing::warn!(
+                        "Removing stale pid file {shown} (it names {:?}, which is not a running process)",
+                        text.trim()
+                    ),
+                }
+            }
+            file.set_len(0)
+                .and_then(|_| file.seek(std::io::SeekFrom::Start(0)))
+                .and_then(|_| file.write_all(format!("{pid}\n").as_bytes()))
+                .and_then(|_| file.sync_all())
+                .map_err(pid_file_error)?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = cfn_host::durable::sync_dir(dir);
+            }
+            return Ok(PidFile { path: path.to_path_buf(), file });
         }
-        Err(DaemonError::PidFile { path: shown, source: std::io::Error::other("it keeps reappearing") })
+        Err(DaemonError::PidFile { path: shown, source: std::io::Error::other("it keeps being replaced") })
     }
 
     pub fn path(&self) -> &Path {
@@ -88,8 +194,9 @@ impl PidFile {
 
 impl Drop for PidFile {
     fn drop(&mut self) {
-        // Only remove the file if it is still ours.
-        if std::fs::read_to_string(&self.path).is_ok_and(|t| t.trim() == self.pid.to_string()) {
+        // Removed while still locked, and only when it is still ours (not replaced by
+        // hand): a second service waiting on the lock then sees that its file is gone.
+        if same_file(&self.file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -250,8 +357,10 @@ impl Schedule {
 mod tests {
     use super::*;
 
+    // A lock held by another process is tested end to end (tests/hup.rs): fcntl locks
+    // do not conflict within one process.
     #[test]
-    fn pid_file_exclusive_stale_replaced_live_refused() {
+    fn pid_file_written_removed_on_drop_and_stale_files_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cfn-hup.pid");
         let held = PidFile::acquire(&path).unwrap();
@@ -259,20 +368,33 @@ mod tests {
         drop(held);
         assert!(!path.exists(), "released on drop");
 
-        // A live process (pid 1 always exists) refuses the start.
-        std::fs::write(&path, "1\n").unwrap();
-        let e = PidFile::acquire(&path).unwrap_err();
-        assert_eq!(e.to_string(), format!("cfn-hup is already running (pid 1, pid file {})", path.display()));
-
-        // A dead pid or garbage is stale.
+        // Nobody holds these: a dead pid, a live process that is not a cfn-hup (pid 1),
+        // garbage, nothing; a longer text is replaced entirely.
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        for stale in [format!("{dead}\n"), "garbage".to_string(), String::new()] {
+        for stale in [format!("{dead}\n"), "1\n".to_string(), "garbage and more garbage".to_string(), String::new()] {
             std::fs::write(&path, &stale).unwrap();
             let held = PidFile::acquire(&path).unwrap();
             assert_eq!(std::fs::read_to_string(held.path()).unwrap(), format!("{}\n", std::process::id()));
         }
+    }
+
+    #[test]
+    fn a_pid_file_replaced_by_hand_is_left_to_whoever_replaced_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cfn-hup.pid");
+        let held = PidFile::acquire(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "4242\n").unwrap();
+        drop(held);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "4242\n");
+    }
+
+    #[test]
+    fn only_a_process_named_cfn_hup_counts_as_one() {
+        assert!(!is_cfn_hup(std::process::id() as i32));
+        assert!(!is_cfn_hup(-1));
     }
 
     #[test]

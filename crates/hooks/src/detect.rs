@@ -59,14 +59,19 @@ pub fn resolve(hook: &Hook, detail: &StackResourceDetail, stack: &str) -> Option
                 tracing::warn!("No metadata for {} in {stack}", hook.path.logical_id);
                 return None;
             };
-            match sub {
-                None => Some(StateValue::Json(metadata.clone())),
-                Some(sub) => lookup(metadata, sub).map(|v| StateValue::Json(v.clone())),
-            }
+            metadata_value(metadata, sub.as_deref())
         }
         _ if detail.resource_status == "DELETE_COMPLETE" => None,
         Target::PhysicalResourceId => detail.physical_resource_id.clone().map(|id| StateValue::Json(Value::String(id))),
         Target::LastUpdated => Some(StateValue::DateTime(detail.last_updated.naive_utc())),
+    }
+}
+
+/// The value at a metadata sub-path (the whole metadata without one).
+pub fn metadata_value(metadata: &Value, sub: Option<&str>) -> Option<StateValue> {
+    match sub {
+        None => Some(StateValue::Json(metadata.clone())),
+        Some(sub) => lookup(metadata, sub).map(|v| StateValue::Json(v.clone())),
     }
 }
 

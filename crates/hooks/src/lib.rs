@@ -1,5 +1,6 @@
 //! cfn-hup (SPEC §14): the configuration directory and its INI dialect, update hooks and
-//! their paths, change detection against `metadata_db.json`, running actions, the
+//! their paths, change detection against `metadata_db.json` (or, for a hook with no
+//! state yet, against the metadata cfn-init last applied), running actions, the
 //! command listener of command hooks (its messages and `commands_run.json`), and the
 //! service: tasks on the process's one current-thread tokio runtime (passes on a
 //! jittered schedule, the listener's rounds, SIGHUP reload, SIGTERM), pid file, daemon.
@@ -7,6 +8,7 @@
 //! Libraries never print: errors are typed and progress is reported as `tracing`
 //! events, which the binary writes to `cfn-hup.log`.
 
+pub mod baseline;
 pub mod command_message;
 pub mod command_result;
 pub mod commands_run;

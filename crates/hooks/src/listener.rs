@@ -23,7 +23,8 @@ use cfn_aws::retry::Policy;
 use cfn_aws::sqs::{self, Sqs};
 use cfn_aws::{Imds, ProxyOptions};
 use cfn_host::CommandLine;
-use cfn_host::process::{self, Invocation};
+use cfn_host::process::{self, Environment, InGroup, Invocation};
+use cfn_host::process_groups::ProcessGroups;
 use chrono::Utc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,11 +87,13 @@ pub struct ListenerOptions {
     pub receive_wait_seconds: u32,
     /// Retries of SendMessage/DeleteMessage (the daemon's sleeps end early on SIGTERM).
     pub sqs_retry: Policy,
+    /// The service's running actions (see [`crate::PassOptions::actions`]).
+    pub actions: Option<&'static ProcessGroups>,
 }
 
 impl Default for ListenerOptions {
     fn default() -> Self {
-        ListenerOptions { receive_wait_seconds: RECEIVE_WAIT_SECONDS, sqs_retry: Policy::SQS_SEND }
+        ListenerOptions { receive_wait_seconds: RECEIVE_WAIT_SECONDS, sqs_retry: Policy::SQS_SEND, actions: None }
     }
 }
 
@@ -129,6 +132,12 @@ impl Listener {
 
     pub fn listener_id(&self) -> &str {
         &self.listener_id
+    }
+
+    /// Reads `commands_run.json` again: a listener that takes over from another one
+    /// starts from what the other recorded until it stopped.
+    pub fn reload_commands_run(&mut self) {
+        self.commands_run = CommandsRun::load(&CommandsRun::default_path());
     }
 
     /// Register if needed, refresh credentials when due, receive at most one message and
@@ -316,22 +325,26 @@ impl Listener {
         };
         let added = command_env(command, &self.stack, &self.listener_id, credentials);
         tracing::debug!("Action environment: {}", shown_env(&added));
-        let env = crate::runner::action_environment(added);
         tracing::info!("Running action for {} (command {})", hook.name, command.id());
         let line = CommandLine::Shell(hook.action.clone());
-        let invocation = Invocation { command: &line, env: Some(&env), cwd: None, runas: user.as_ref() };
-        match process::run_captured(&invocation) {
+        let invocation =
+            Invocation { command: &line, env: Environment::Override(&added), cwd: None, runas: user.as_ref() };
+        let ran = match self.options.actions {
+            Some(groups) => process::run_captured_in_group(&invocation, InGroup { groups, label: &hook.name }),
+            None => process::run_captured(&invocation),
+        };
+        match ran {
             Ok(done) => {
-                let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
-                let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
                 if done.code == 0 {
                     tracing::info!("Action for {} succeeded", hook.name);
                 } else {
                     tracing::warn!("Action for {} exited with {}", hook.name, done.code);
                 }
-                tracing::debug!("Action for {} stdout: {stdout}", hook.name);
-                tracing::debug!("Action for {} stderr: {stderr}", hook.name);
-                Some((done.code, stdout, stderr))
+                tracing::debug!("Action for {} stdout: {}", hook.name, done.stdout.text());
+                tracing::debug!("Action for {} stderr: {}", hook.name, done.stderr.text());
+                // The result needs at most the first 500 and last 500 characters of
+                // the right-trimmed text (HUP-CMD-03), which the kept head and tail hold.
+                Some((done.code, done.stdout.text_trim_end(), done.stderr.text_trim_end()))
             }
             Err(e) => {
                 tracing::error!("Action for {} could not be started: {e}", hook.name);

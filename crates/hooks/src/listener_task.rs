@@ -1,8 +1,9 @@
 //! The command listener as a task of the service (SPEC §14.6 step 7): rounds back to
 //! back, each on a thread of its own (its AWS calls and actions block), so that a 20 s
 //! long poll or a running command never delays the update hooks. The service can
-//! replace the command hooks (SIGHUP reload) and stop the task; a stop lets the current
-//! round end (a running action is not killed, as in the reference).
+//! replace the command hooks (SIGHUP reload) and stop the task; a stop gives the current
+//! round a moment to end (its running action is stopped by the service, which runs
+//! every action as a process group it can signal).
 
 use crate::config::CommandHook;
 use crate::listener::{self, Listener, Round};
@@ -21,9 +22,34 @@ pub struct ListenerTask {
 impl ListenerTask {
     /// Starts the rounds on the process's runtime.
     pub fn spawn(listener: Listener, hooks: Vec<CommandHook>) -> ListenerTask {
+        ListenerTask::spawn_after(listener, hooks, None)
+    }
+
+    /// Replaces this listener by `listener` (a reload changed `[main]`). This one is told
+    /// to stop and ends after its current round; the new one starts its rounds only
+    /// then, with `commands_run.json` as this one left it (issue 13, item 14): two
+    /// listeners never run side by side, so they never write the file over each other
+    /// or run one command twice. The service is not held up meanwhile.
+    pub fn replace(self, listener: Listener, hooks: Vec<CommandHook>) -> ListenerTask {
+        self.stop.send_replace(true);
+        ListenerTask::spawn_after(listener, hooks, Some(self.task))
+    }
+
+    /// Starts the rounds once `previous` (a listener told to stop) has ended.
+    pub fn spawn_after(listener: Listener, hooks: Vec<CommandHook>, previous: Option<JoinHandle<()>>) -> ListenerTask {
         let (stop, stopped) = watch::channel(false);
         let (hooks, current) = watch::channel(Arc::new(hooks));
-        let task = cfn_aws::runtime::runtime().spawn(rounds(listener, current, stopped));
+        let task = cfn_aws::runtime::runtime().spawn(async move {
+            if let Some(previous) = previous {
+                tracing::debug!("Waiting for the previous command listener to end its round");
+                let _ = previous.await;
+                let mut listener = listener;
+                listener.reload_commands_run();
+                rounds(listener, current, stopped).await
+            } else {
+                rounds(listener, current, stopped).await
+            }
+        });
         ListenerTask { stop, hooks, task }
     }
 
@@ -33,14 +59,17 @@ impl ListenerTask {
         self.hooks.send_replace(Arc::new(hooks));
     }
 
-    /// Whether the rounds have ended by themselves (a terminal registration failure).
+    /// Whether the rounds have ended by themselves (a terminal registration failure; a
+    /// replacing listener counts as running while it waits for the one it replaces).
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
 
-    /// Lets the current round end without waiting for it (a replaced listener).
-    pub fn abandon(self) {
+    /// Lets the current round end without waiting for it (no command hook is left). The
+    /// task is handed back so that a later listener can start after it.
+    pub fn abandon(self) -> JoinHandle<()> {
         self.stop.send_replace(true);
+        self.task
     }
 
     /// Stops the rounds and waits up to `grace` for the current one. A round still

@@ -1,6 +1,7 @@
 //! One processing pass over the update hooks (SPEC §14.5; HUP-DET-02, HUP-DET-03,
 //! HUP-ACT-01, HUP-ACT-02).
 
+use crate::baseline::InitBaseline;
 use crate::config::Hook;
 use crate::detect::{self, Decision};
 use crate::state::{MetadataDb, StateValue};
@@ -8,7 +9,8 @@ use cfn_aws::cfn::Error as ApiError;
 use cfn_aws::retry::Verdict;
 use cfn_aws::{CloudFormation, StackResourceDetail};
 use cfn_host::CommandLine;
-use cfn_host::process::{self, Invocation};
+use cfn_host::process::{self, Environment, InGroup, Invocation};
+use cfn_host::process_groups::ProcessGroups;
 use std::collections::HashMap;
 
 /// Where resource descriptions come from (CloudFormation, or a fake in unit tests).
@@ -52,6 +54,12 @@ pub struct PassOptions<'a> {
     pub quiet_outages: bool,
     /// Checked between hooks: a pending shutdown stops the pass early.
     pub stop: &'a dyn Fn() -> bool,
+    /// The metadata cfn-init last applied: the baseline of a hook with no stored state.
+    pub baseline: Option<&'a InitBaseline>,
+    /// The service's running actions: each action runs as a process group of its own,
+    /// registered here under its hook's name so that SIGTERM can stop it (`None`:
+    /// `--no-daemon`, where an action stays in cfn-hup's group and terminal).
+    pub actions: Option<&'a ProcessGroups>,
 }
 
 fn classify(error: &ApiError) -> Option<Health> {
@@ -67,7 +75,8 @@ fn classify(error: &ApiError) -> Option<Health> {
 
 /// Runs every hook once. One DescribeStackResource per resource per pass; resources in
 /// an `*_IN_PROGRESS` state are left for the next pass; state is stored only when nothing
-/// needed to run or the action succeeded.
+/// needed to run or the action succeeded. A hook with no stored state is compared with
+/// the metadata cfn-init last applied, when that came from the resource it watches.
 pub fn run_pass(
     stack: &str,
     hooks: &[Hook],
@@ -76,6 +85,7 @@ pub fn run_pass(
     options: &PassOptions<'_>,
 ) -> PassReport {
     let mut report = PassReport::default();
+    prune(db, hooks);
     let mut cache: HashMap<&str, Result<StackResourceDetail, ApiError>> = HashMap::new();
     for hook in hooks {
         if (options.stop)() {
@@ -113,8 +123,21 @@ pub fn run_pass(
         }
         let key = MetadataDb::key(&hook.name, &hook.path.text);
         let new = detect::resolve(hook, detail, stack);
-        let old = db.get(&key);
-        let decision = detect::decide(hook, old.as_ref(), new.as_ref());
+        let mut old = db.get(&key);
+        let mut decision = detect::decide(hook, old.as_ref(), new.as_ref());
+        // No stored state and nothing to run by the reference's first-run rules (a
+        // post.add still fires as it always did): compare with what cfn-init applied.
+        if old.is_none()
+            && decision == Decision::NoChange
+            && let Some(applied) = options.baseline.and_then(|b| b.value(hook))
+        {
+            tracing::info!(
+                "No previous state for {}; using the metadata cfn-init last applied as the baseline",
+                hook.name
+            );
+            decision = detect::decide(hook, Some(&applied), new.as_ref());
+            old = Some(applied);
+        }
         let Some(reason) = decision.reason(hook) else {
             tracing::debug!("No change in path {} for hook {}", hook.path.text, hook.name);
             store(db, &key, new.as_ref());
@@ -122,7 +145,7 @@ pub fn run_pass(
         };
         tracing::info!("{reason}");
         report.actions_run += 1;
-        if run_action(hook, old.as_ref(), new.as_ref()) {
+        if run_action(hook, old.as_ref(), new.as_ref(), options.actions) {
             store(db, &key, new.as_ref());
         } else {
             report.actions_failed += 1;
@@ -130,6 +153,19 @@ pub fn run_pass(
         debug_assert!(decision != Decision::NoChange);
     }
     report
+}
+
+/// Drops the state of hooks that are no longer configured (issue 13, item 14), so that
+/// `metadata_db.json` does not grow with every hook ever removed or moved to another path.
+fn prune(db: &mut MetadataDb, hooks: &[Hook]) {
+    let keep = hooks.iter().map(|h| MetadataDb::key(&h.name, &h.path.text)).collect();
+    match db.retain_keys(&keep) {
+        Ok(dropped) if !dropped.is_empty() => {
+            tracing::info!("Dropped the state of hooks no longer configured: {}", dropped.join(", "))
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!("Could not drop the state of hooks no longer configured: {e}"),
+    }
 }
 
 fn store(db: &mut MetadataDb, key: &str, value: Option<&StateValue>) {
@@ -140,7 +176,12 @@ fn store(db: &mut MetadataDb, key: &str, value: Option<&StateValue>) {
 
 /// Runs the action through `/bin/sh -c`, as `runas` when given (switching uid, gid,
 /// groups and HOME directly instead of through `su`). True when it exited 0.
-fn run_action(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -> bool {
+fn run_action(
+    hook: &Hook,
+    old: Option<&StateValue>,
+    new: Option<&StateValue>,
+    actions: Option<&ProcessGroups>,
+) -> bool {
     tracing::info!("Running action for {}", hook.name);
     let user = match &hook.runas {
         None => None,
@@ -155,10 +196,17 @@ fn run_action(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -
             }
         },
     };
-    let env = action_environment(detect::action_env(hook, old, new));
+    // Update hooks and command hooks alike: cfn-hup's own environment, with each added
+    // variable replacing its namesake.
+    let env = detect::action_env(hook, old, new);
     let command = CommandLine::Shell(hook.action.clone());
-    let invocation = Invocation { command: &command, env: Some(&env), cwd: None, runas: user.as_ref() };
-    match process::run(&invocation, |_| {}) {
+    let invocation =
+        Invocation { command: &command, env: Environment::Override(&env), cwd: None, runas: user.as_ref() };
+    let ran = match actions {
+        Some(groups) => process::run_in_group(&invocation, InGroup { groups, label: &hook.name }, |_| {}),
+        None => process::run(&invocation, |_| {}),
+    };
+    match ran {
         Ok(finished) if finished.code == 0 => {
             tracing::debug!("Action for {} output: {}", hook.name, finished.text());
             true
@@ -173,17 +221,6 @@ fn run_action(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -
             false
         }
     }
-}
-
-/// An action's environment: cfn-hup's own, with each variable of `added` replacing its
-/// namesake (update hooks and command hooks alike).
-pub(crate) fn action_environment(added: Vec<(String, String)>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = std::env::vars().collect();
-    for (k, v) in added {
-        env.retain(|(name, _)| *name != k);
-        env.push((k, v));
-    }
-    env
 }
 
 #[cfg(test)]
@@ -252,7 +289,7 @@ mod tests {
             ),
         ];
         let mut db = MetadataDb::load(&dir.path().join("db.json"));
-        let options = PassOptions { quiet_outages: false, stop: &|| false };
+        let options = PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None };
         let marks_text = || std::fs::read_to_string(&marks).unwrap_or_default();
 
         let r = run_pass("s", &hooks, &fake, &mut db, &options);
@@ -280,9 +317,52 @@ mod tests {
         }));
         let r = run_pass("s", &hooks, &fake, &mut db, &options);
         assert!(matches!(r.health(), Health::Throttled(_)), "{r:?}");
-        let stop_now = PassOptions { quiet_outages: true, stop: &|| true };
+        let stop_now = PassOptions { quiet_outages: true, stop: &|| true, baseline: None, actions: None };
         let before = fake.calls.borrow().len();
         run_pass("s", &hooks, &fake, &mut db, &stop_now);
         assert_eq!(fake.calls.borrow().len(), before, "a pending shutdown stops the pass");
+    }
+
+    /// Issue 13, item 16: with no stored state, a post.update hook compares with the
+    /// metadata cfn-init last applied for its resource, so an update that landed before
+    /// the first completed pass fires once; post.add keeps its first-run rule.
+    #[test]
+    fn a_hook_without_state_starts_from_what_cfn_init_applied() {
+        use cfn_metadata::applied::{self, Origin};
+        let dir = tempfile::tempdir().unwrap();
+        let marks = dir.path().join("marks");
+        let data = dir.path().join("init");
+        std::fs::create_dir(&data).unwrap();
+        let text = cfn_python::json::to_pretty(&json!({"v": 1, "gone": "x"}));
+        std::fs::write(data.join(applied::METADATA_FILE), &text).unwrap();
+        let origin = Origin { stack: "s".into(), region: "r".into(), logical_id: "A".into() };
+        applied::record(&data, Some(&origin), &text).unwrap();
+        let fake = Fake {
+            metadata: RefCell::new(json!({"v": 2})),
+            status: RefCell::new("UPDATE_COMPLETE".into()),
+            calls: RefCell::new(vec![]),
+            fail: RefCell::new(None),
+        };
+        let record = |tag: &str| format!("echo {tag} $CFN_OLD_METADATA $CFN_NEW_METADATA >> {}", marks.display());
+        let hooks = [
+            hook("upd", "post.update", "Resources.A.Metadata.v", &record("upd")),
+            hook("add", "post.add,post.update", "Resources.A.Metadata.v", &record("add")),
+            hook("rm", "post.remove", "Resources.A.Metadata.gone", &record("rm")),
+            hook("other", "post.update", "Resources.B.Metadata.v", &record("other")),
+        ];
+        let mut db = MetadataDb::load(&dir.path().join("db.json"));
+        let run = |db: &mut MetadataDb| {
+            let baseline = InitBaseline::in_dir(data.clone(), "s", "r");
+            let options =
+                PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None };
+            run_pass("s", &hooks, &fake, db, &options)
+        };
+        let r = run(&mut db);
+        assert_eq!((r.actions_run, r.actions_failed), (3, 0));
+        let text = std::fs::read_to_string(&marks).unwrap();
+        assert_eq!(text, "upd 1 2\nadd 2\nrm x\n", "B is not the resource cfn-init read: no baseline");
+        let r = run(&mut db);
+        assert_eq!(r.actions_run, 0, "once");
+        assert_eq!(db.get("other|Resources.B.Metadata.v"), Some(StateValue::Json(json!(2))));
     }
 }

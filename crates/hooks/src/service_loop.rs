@@ -6,10 +6,15 @@
 //! or a round to end. Passes and rounds block (AWS calls, actions) and run on threads of
 //! their own ([`crate::offload`]). Nothing wakes up while the service is idle.
 //!
+//! Every action of the service runs as a process group of its own, registered while it
+//! runs; SIGTERM stops the running ones (SIGTERM to the group, SIGKILL after a grace
+//! period) so that cfn-hup stops within seconds even during a long action.
+//!
 //! The daemon forks before anything here builds the runtime: [`prepare`] (credentials,
 //! the listener id) and [`start`] run in the daemon, and report their errors to the
 //! waiting launcher.
 
+use crate::baseline::InitBaseline;
 use crate::config::{self, ConfigError, HupConfig, MainConfig};
 use crate::daemon::{self, DaemonError, PidFile, Schedule};
 use crate::listener::{self, Listener, ListenerError, ListenerOptions};
@@ -22,12 +27,32 @@ use crate::{Health, MetadataDb, PassOptions, PassReport, run_pass};
 use cfn_aws::Imds;
 use cfn_aws::credentials::CredentialError;
 use cfn_aws::retry::Policy;
+use cfn_host::process_groups::ProcessGroups;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long SIGTERM waits for the command listener to finish its round.
 const LISTENER_GRACE: Duration = Duration::from_secs(1);
+/// How long a running action has between SIGTERM and SIGKILL (issue 13, item 12):
+/// time for a well-behaved action to clean up (a temporary file, a lock, a half-done
+/// restart), while cfn-hup still stops within seconds — well before systemd's stop
+/// timeout (90 s in `dist/cfn-hup.service`) or the SysV script's 60 s, and before the
+/// 10 s that `docker stop` allows, so that cfn-hup's own kill and its log line come first.
+const ACTION_GRACE: Duration = Duration::from_secs(5);
+/// How long SIGKILL waits for the killed actions to be gone.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How long SIGTERM waits for a stopped pass once its actions are gone (an AWS call or
+/// saving the state); after that cfn-hup stops without it.
+const PASS_WAIT: Duration = Duration::from_secs(2);
+/// How often the stop looks whether the actions are gone (only while stopping).
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// The running actions of the service's passes and command listener: process groups of
+/// their own, so that SIGTERM reaches each action and what it started.
+static ACTIONS: ProcessGroups = ProcessGroups::new();
 /// HUP-RUN-07: "cfn-hup processing is alive." at most this often.
 const ALIVE_EVERY: Duration = Duration::from_secs(300);
 /// Longest interval honoured (a year); the shortest test interval is 50 ms.
@@ -98,8 +123,16 @@ fn listener_id(main: &MainConfig, command_hooks: bool, imds: &Imds) -> Result<Op
     if command_hooks { listener::listener_id(main, imds).map(Some) } else { Ok(None) }
 }
 
-fn listener_options(receive_wait_seconds: u32, sqs_retry: Policy) -> ListenerOptions {
-    ListenerOptions { receive_wait_seconds: receive_wait_seconds.min(listener::RECEIVE_WAIT_SECONDS), sqs_retry }
+fn listener_options(
+    receive_wait_seconds: u32,
+    sqs_retry: Policy,
+    actions: Option<&'static ProcessGroups>,
+) -> ListenerOptions {
+    ListenerOptions {
+        receive_wait_seconds: receive_wait_seconds.min(listener::RECEIVE_WAIT_SECONDS),
+        sqs_retry,
+        actions,
+    }
 }
 
 /// `--no-daemon` (HUP-RUN-01): one pass with the reference's retries and error lines,
@@ -109,15 +142,16 @@ pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<
     let service = Service::new(&config.main, imds)?;
     let client = service.client()?;
     let mut db = MetadataDb::load(&MetadataDb::default_path());
+    let baseline = InitBaseline::new(&config.main.stack, &config.main.region);
     run_pass(
         &config.main.stack,
         &config.hooks,
         &client,
         &mut db,
-        &PassOptions { quiet_outages: false, stop: &|| false },
+        &PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None },
     );
     if let Some(id) = listener_id {
-        let options = listener_options(settings.receive_wait_seconds, Policy::SQS_SEND);
+        let options = listener_options(settings.receive_wait_seconds, Policy::SQS_SEND, None);
         let hooks = Arc::new(config.command_hooks.clone());
         Listener::new(&config.main, id, service, options).round(&|| hooks.clone())?;
     }
@@ -145,7 +179,7 @@ pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result
         None => None,
         Some(id) => {
             let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
-            let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY);
+            let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY, Some(&ACTIONS));
             Some(Listener::new(&config.main, id, service, options))
         }
     };
@@ -179,6 +213,7 @@ impl Started {
             every,
             service: Arc::new(service),
             listener,
+            retiring: None,
             imds,
             settings,
             db: Arc::new(Mutex::new(MetadataDb::load(&MetadataDb::default_path()))),
@@ -189,11 +224,61 @@ impl Started {
     }
 }
 
+/// A pass running on its thread, awaited.
+type PendingPass = Pin<Box<dyn Future<Output = Result<PassReport, offload::OffloadError>> + Send>>;
+
+/// Stops the running actions (issue 13, item 12): SIGTERM to each action's process
+/// group, SIGKILL to those still running after [`ACTION_GRACE`]. From here on no action
+/// starts. Each step is logged; an action that outlives even SIGKILL's wait (its output
+/// held open by a process that left its group) is logged and left behind.
+async fn stop_actions() {
+    for action in ACTIONS.signal_all(libc::SIGTERM) {
+        tracing::info!("Stopping: terminating the action for {} (pid {})", action.label, action.pid);
+    }
+    if actions_gone_within(ACTION_GRACE).await {
+        return;
+    }
+    for action in ACTIONS.signal_all(libc::SIGKILL) {
+        tracing::warn!(
+            "Stopping: the action for {} (pid {}) is still running {} s after SIGTERM; killing it",
+            action.label,
+            action.pid,
+            ACTION_GRACE.as_secs()
+        );
+    }
+    if actions_gone_within(KILL_WAIT).await {
+        return;
+    }
+    for action in ACTIONS.running() {
+        tracing::warn!(
+            "Stopping: the action for {} (pid {}) has not ended; cfn-hup stops without waiting for it",
+            action.label,
+            action.pid
+        );
+    }
+}
+
+/// Whether every action has ended within `limit` (looked at every [`STOP_POLL`]: only
+/// while stopping, and for a few seconds at most).
+async fn actions_gone_within(limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !ACTIONS.is_empty() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(STOP_POLL).await;
+    }
+    true
+}
+
 struct Running {
     config: Arc<HupConfig>,
     every: Duration,
     service: Arc<Service>,
     listener: Option<ListenerTask>,
+    /// A listener told to stop when its command hooks went, possibly still in its last
+    /// round: a listener for hooks that come back starts after it.
+    retiring: Option<tokio::task::JoinHandle<()>>,
     imds: Arc<Imds>,
     settings: Settings,
     /// Shared with the pass that is running, if any.
@@ -225,7 +310,12 @@ fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> Pa
             &config.hooks,
             &client,
             db,
-            &PassOptions { quiet_outages: true, stop: &shutdown::requested },
+            &PassOptions {
+                quiet_outages: true,
+                stop: &shutdown::requested,
+                baseline: Some(&InitBaseline::new(&config.main.stack, &config.main.region)),
+                actions: Some(&ACTIONS),
+            },
         ),
         Err(e) => PassReport { trouble: Some(Health::Unavailable(e.to_string())), ..Default::default() },
     }
@@ -263,7 +353,7 @@ fn load_again(
     } else {
         let id = listener::listener_id(&config.main, imds)?;
         let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
-        let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY);
+        let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY, Some(&ACTIONS));
         Some(Listener::new(&config.main, id, service, options))
     };
     Ok(Reloaded { config, every, umask, service, listener })
@@ -281,6 +371,8 @@ impl Running {
         let mut health = Health::Ok;
         let mut throttled_passes = 0u32;
         let mut last_alive: Option<Instant> = None;
+        // A pass that SIGTERM interrupted, still ending.
+        let mut stopping_pass = None;
         'passes: loop {
             let mut schedule = Schedule::new(self.every, Instant::now());
             loop {
@@ -288,8 +380,12 @@ impl Running {
                     tracing::info!("cfn-hup processing is alive.");
                     last_alive = Some(Instant::now());
                 }
-                let Some(report) = self.pass(&mut signals).await else {
-                    break 'passes;
+                let report = match self.pass(&mut signals).await {
+                    Ok(report) => report,
+                    Err(stopped) => {
+                        stopping_pass = Some(stopped);
+                        break 'passes;
+                    }
                 };
                 let now_health = report.health();
                 if !same_kind(&now_health, &health) {
@@ -315,16 +411,23 @@ impl Running {
         }
         shutdown::request();
         tracing::info!("Shutting down cfn-hup");
+        stop_actions().await;
+        if let Some(pass) = stopping_pass
+            && tokio::time::timeout(PASS_WAIT, pass).await.is_err()
+        {
+            tracing::warn!("Stopping: the interrupted pass has not ended; cfn-hup stops without waiting for it");
+        }
         if let Some(listener) = self.listener.take() {
             listener.stop(LISTENER_GRACE).await;
         }
     }
 
     /// A pass on a thread of its own. SIGTERM meanwhile stops it before its next hook
-    /// and lets a running action finish (`None`: the service stops).
-    async fn pass(&self, signals: &mut Signals) -> Option<PassReport> {
+    /// (`Err`: the service stops, and the pass, still ending, is handed back; its
+    /// running action is then stopped).
+    async fn pass(&self, signals: &mut Signals) -> Result<PassReport, PendingPass> {
         if self.config.hooks.is_empty() {
-            return Some(PassReport::default());
+            return Ok(PassReport::default());
         }
         let (config, service, db) = (self.config.clone(), self.service.clone(), self.db.clone());
         let work = offload::run("update-pass", move || {
@@ -334,20 +437,19 @@ impl Running {
             Ok(work) => work,
             Err(e) => {
                 tracing::error!("Could not run a pass: {e}; trying again at the next one");
-                return Some(PassReport::default());
+                return Ok(PassReport::default());
             }
         };
-        tokio::pin!(work);
+        let mut work: PendingPass = Box::pin(work);
         let done = tokio::select! {
             done = &mut work => done,
             () = signals.stop() => {
                 shutdown::request();
                 tracing::info!("Stop requested: cfn-hup stops once the running pass ends");
-                let _ = work.await;
-                return None;
+                return Err(work);
             }
         };
-        Some(done.unwrap_or_else(|e| {
+        Ok(done.unwrap_or_else(|e| {
             tracing::error!("A pass failed: {e}");
             PassReport::default()
         }))
@@ -387,17 +489,19 @@ impl Running {
     }
 
     /// Hands the reloaded command hooks to the running listener, or replaces it (`new`
-    /// listener), or stops it when no command hook is left. A replaced listener is not
-    /// waited for: it ends after its current round.
+    /// listener), or stops it when no command hook is left. A replaced listener ends
+    /// after its current round and its successor starts only then (one listener at a
+    /// time); the service does not wait for it.
     fn replace_listener(&mut self, new: Option<Listener>, config: &HupConfig) {
         match (new, self.listener.take()) {
-            (Some(listener), old) => {
-                if let Some(old) = old {
-                    old.abandon();
-                }
-                self.listener = Some(ListenerTask::spawn(listener, config.command_hooks.clone()));
+            (Some(listener), Some(old)) => {
+                self.listener = Some(old.replace(listener, config.command_hooks.clone()));
             }
-            (None, Some(old)) if config.command_hooks.is_empty() => old.abandon(),
+            (Some(listener), None) => {
+                let previous = self.retiring.take();
+                self.listener = Some(ListenerTask::spawn_after(listener, config.command_hooks.clone(), previous));
+            }
+            (None, Some(old)) if config.command_hooks.is_empty() => self.retiring = Some(old.abandon()),
             (None, Some(old)) => {
                 old.set_hooks(config.command_hooks.clone());
                 self.listener = Some(old);

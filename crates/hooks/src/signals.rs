@@ -1,7 +1,7 @@
 //! SIGTERM/SIGINT (stop) and SIGHUP (reload) as streams of the runtime
 //! (`tokio::signal::unix`): the service waits for them beside its timers, so nothing
-//! polls while it is idle, and a signal that arrives during a pass waits for the end of
-//! the pass.
+//! polls while it is idle; a stop that arrives during a pass ends it before its next
+//! hook, and the service stops the pass's running action.
 
 use crate::daemon::DaemonError;
 use tokio::signal::unix::{Signal, SignalKind, signal};

@@ -3,12 +3,12 @@
 //! re-run hooks. Datetimes (`LastUpdatedTimestamp`) are stored as
 //! `{"_datetime: special_serialization: not_regular_json_": "\"2017-07-14T02:40:00.123456\""}`
 //! (the value is the JSON text of the ISO string, quotes included). Written atomically
-//! (a temporary file renamed over the old one) with mode 0600.
+//! (a temporary file of its own, synced and renamed over the old one, then the directory
+//! synced: [`cfn_host::durable`]) with mode 0600.
 
 use chrono::NaiveDateTime;
 use serde_json::{Map, Value};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 pub const DATETIME_MARKER: &str = "_datetime: special_serialization: not_regular_json_";
@@ -131,6 +131,19 @@ impl MetadataDb {
         self.save()
     }
 
+    /// Drops the entries whose key is not in `keep` (hooks removed from the configuration,
+    /// or whose path changed) and writes the file when any went; the others keep their
+    /// order and values. Returns the dropped keys.
+    pub fn retain_keys(&mut self, keep: &std::collections::HashSet<String>) -> Result<Vec<String>, StateError> {
+        let dropped: Vec<String> = self.entries.keys().filter(|k| !keep.contains(*k)).cloned().collect();
+        if dropped.is_empty() {
+            return Ok(dropped);
+        }
+        self.entries.retain(|k, _| keep.contains(k));
+        self.save()?;
+        Ok(dropped)
+    }
+
     /// The file's text: one line of JSON with Python's `", "`/`": "` separators.
     pub fn to_text(&self) -> String {
         cfn_python::json::to_compact(&Value::Object(self.entries.clone()))
@@ -146,21 +159,8 @@ impl MetadataDb {
                 .create(dir)
                 .map_err(|source| StateError::Directory { path: dir.display().to_string(), source })?;
         }
-        let shown = self.path.display().to_string();
-        let write_error = |source| StateError::Write { path: shown.clone(), source };
-        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let result = (|| {
-            let mut file =
-                std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
-            file.write_all(self.to_text().as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&temp, &self.path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        result.map_err(write_error)
+        cfn_host::durable::replace(&self.path, self.to_text().as_bytes(), 0o600)
+            .map_err(|source| StateError::Write { path: self.path.display().to_string(), source })
     }
 }
 
@@ -210,6 +210,32 @@ mod tests {
         let again = MetadataDb::load(&path);
         assert_eq!(again.get("h|Resources.A"), Some(StateValue::DateTime(whole)));
         assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn entries_of_hooks_no_longer_configured_are_dropped_and_the_rest_kept_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metadata_db.json");
+        std::fs::write(&path, REFERENCE).unwrap();
+        let mut db = MetadataDb::load(&path);
+        let keep: std::collections::HashSet<String> =
+            ["last|Resources.Instance", "zero|Resources.Instance.Metadata.n", "new|Resources.Other"]
+                .into_iter()
+                .map(String::from)
+                .collect();
+        let mut dropped = db.retain_keys(&keep).unwrap();
+        dropped.sort();
+        assert_eq!(dropped.len(), 5, "{dropped:?}");
+        assert_eq!(dropped[0], "falsy|Resources.Instance.Metadata.f");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            r#"{"last|Resources.Instance": {"_datetime: special_serialization: not_regular_json_": "\"2026-11-29T20:47:08.128751\""}, "zero|Resources.Instance.Metadata.n": 0}"#
+        );
+        // Nothing to drop: the file is not rewritten.
+        std::fs::write(&path, "{}").unwrap();
+        let mut db = MetadataDb::load(&path);
+        assert!(db.retain_keys(&keep).unwrap().is_empty());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
     }
 
     #[test]
