@@ -310,6 +310,24 @@ fn metadata_from_a_stack_runs_and_is_stored_privately() {
         .run()
         .code(0)
         .stderr_is("Could not find 'AWS::CloudFormation::Init' key in metadata for Instance.\n");
+
+    // Beside the copy, the stack resource it came from (cfn-hup's first baseline, issue 13
+    // item 16): the last stack run, with the digest of the copy; a file source removes it.
+    let record_path = state.join("data/metadata_source.json");
+    assert_eq!(std::fs::metadata(&record_path).unwrap().permissions().mode() & 0o777, 0o600);
+    let record: serde_json::Value = serde_json::from_str(&read(&record_path)).unwrap();
+    assert_eq!(
+        (record["stack"].as_str(), record["region"].as_str(), record["logical_id"].as_str()),
+        (Some(plain.as_str()), Some("us-east-1"), Some("Instance"))
+    );
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(read(&stored)).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(record["metadata_sha256"].as_str(), Some(digest.as_str()));
+    let file = host.sandbox.path("plain.json");
+    std::fs::write(&file, r#"{"k": "file"}"#).unwrap();
+    host.sandbox.cmd("cfn-init").arg(&file).run().code(0);
+    assert!(read(&stored).contains("\"file\""));
+    assert!(!record_path.exists(), "a copy from a file names no stack resource");
 }
 
 // ---------------------------------------------------------------------------
@@ -414,6 +432,120 @@ fn bad_file_attributes_fail_precisely_and_leave_nothing_behind() {
     }
 }
 
+/// `nobody` (uid 65534) plays the user who can write its home directory; the links
+/// it plants are owned by it (lchown, as a link it made itself would be).
+const NOBODY: u32 = 65534;
+
+fn chown_link(path: &str, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+}
+
+/// A home directory `nobody` owns and can write, as `/home/ec2-user` is its user's.
+fn user_home(host: &Host, rel: &str) {
+    std::fs::create_dir_all(host.p(rel)).unwrap();
+    std::os::unix::fs::chown(host.p(rel), Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+/// Issue 13, item 1 (INIT-FILES-01): `~/.ssh` replaced by a link to root's directory
+/// is not followed when its user owns the link; the same link owned by root is.
+#[test]
+fn a_directory_link_owned_by_a_user_is_refused_and_one_owned_by_root_followed() {
+    let host = Host::new();
+    user_home(&host, "home/u");
+    std::fs::create_dir(host.p("rootssh")).unwrap();
+    std::fs::set_permissions(host.p("rootssh"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(host.p("rootssh"), host.p("home/u/.ssh")).unwrap();
+    chown_link(&host.p("home/u/.ssh"), NOBODY);
+    let keys = host.p("home/u/.ssh/authorized_keys");
+    let files = json!({"files": {keys.clone(): {"content": "ssh-ed25519 AAAA admin\n", "mode": "000600"}}});
+    let message =
+        format!("Refusing to write {keys}: {} is a symbolic link owned by nobody (uid 65534)", host.p("home/u/.ssh"));
+    host.config(files.clone()).code(1).stdout_is("").stderr_is(&build_error(&message));
+    assert!(messages(&host.log()).contains(&format!("[ERROR] Error encountered during build of config: {message}")));
+    assert_eq!(std::fs::read_dir(host.p("rootssh")).unwrap().count(), 0, "something was written through the link");
+
+    // Owned by root, the same link is followed, as before.
+    chown_link(&host.p("home/u/.ssh"), 0);
+    host.config(files).code(0).stderr_is("");
+    assert_eq!(host.read("rootssh/authorized_keys"), "ssh-ed25519 AAAA admin\n");
+    let meta = std::fs::symlink_metadata(host.p("rootssh/authorized_keys")).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o600));
+
+    // A user's link further up the path, and one leading to a missing directory, too.
+    user_home(&host, "home/v");
+    std::os::unix::fs::symlink(host.p("rootssh"), host.p("home/v/deep")).unwrap();
+    chown_link(&host.p("home/v/deep"), NOBODY);
+    let nested = host.p("home/v/deep/new/dir/file");
+    host.config(json!({"files": {nested.clone(): {"content": "x"}}})).code(1).stderr_is(&build_error(&format!(
+        "Refusing to write {nested}: {} is a symbolic link owned by nobody (uid 65534)",
+        host.p("home/v/deep")
+    )));
+    assert!(!host.exists("rootssh/new"), "a parent was created through the link");
+}
+
+/// Issue 13, item 2 (INIT-FILES-07, INIT-FILES-09): a link planted at a new file's path,
+/// dangling or not, gives the file neither its owner nor its mode; the link's target
+/// is left alone.
+#[test]
+fn a_planted_link_at_the_path_gives_neither_owner_nor_mode() {
+    let host = Host::new();
+    user_home(&host, "home/u");
+    std::os::unix::fs::symlink(host.p("home/u/nowhere"), host.p("home/u/secret")).unwrap();
+    chown_link(&host.p("home/u/secret"), NOBODY);
+    std::fs::write(host.p("home/u/bait"), "bait").unwrap();
+    std::os::unix::fs::chown(host.p("home/u/bait"), Some(NOBODY), Some(NOBODY)).unwrap();
+    std::fs::set_permissions(host.p("home/u/bait"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::os::unix::fs::symlink(host.p("home/u/bait"), host.p("home/u/config")).unwrap();
+    chown_link(&host.p("home/u/config"), NOBODY);
+    host.config(json!({"files": {
+        host.p("home/u/secret"): {"content": "s3cr3t", "mode": "000600"},
+        host.p("home/u/config"): {"content": "c"},
+        host.p("home/u/given"): {"content": "g", "owner": "nobody"},
+    }}))
+    .code(0)
+    .stderr_is("");
+    for (rel, content, mode) in [("home/u/secret", "s3cr3t", 0o600), ("home/u/config", "c", 0o644)] {
+        let meta = std::fs::symlink_metadata(host.p(rel)).unwrap();
+        assert!(meta.file_type().is_file(), "{rel} is not a regular file");
+        assert_eq!((meta.uid(), meta.gid(), meta.mode() & 0o7777), (0, 0, mode), "{rel}");
+        assert_eq!(host.read(rel), content);
+    }
+    assert!(!host.exists("home/u/nowhere"), "written through the dangling link");
+    assert_eq!(host.read("home/u/bait"), "bait");
+    assert_eq!(host.mode("home/u/bait"), 0o666);
+    // The owner the metadata gives still applies.
+    assert_eq!(std::fs::metadata(host.p("home/u/given")).unwrap().uid(), NOBODY);
+}
+
+/// Issue 13, item 2 (WEAK-owner): a rewritten regular file keeps its owner only in a
+/// directory that only root can write; elsewhere it goes to root (its mode is kept,
+/// INIT-FILES-07).
+#[test]
+fn a_previous_owner_is_kept_only_in_a_directory_only_root_can_write() {
+    let host = Host::new();
+    user_home(&host, "home/u");
+    std::fs::create_dir(host.p("shared")).unwrap();
+    std::fs::set_permissions(host.p("shared"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::create_dir(host.p("etc")).unwrap();
+    for rel in ["home/u/rc", "shared/rc", "etc/rc"] {
+        std::fs::write(host.p(rel), "old").unwrap();
+        std::os::unix::fs::chown(host.p(rel), Some(NOBODY), Some(NOBODY)).unwrap();
+        std::fs::set_permissions(host.p(rel), std::fs::Permissions::from_mode(0o640)).unwrap();
+    }
+    host.config(json!({"files": {
+        host.p("home/u/rc"): {"content": "new"},
+        host.p("shared/rc"): {"content": "new"},
+        host.p("etc/rc"): {"content": "new"},
+    }}))
+    .code(0)
+    .stderr_is("");
+    for (rel, uid) in [("home/u/rc", 0), ("shared/rc", 0), ("etc/rc", NOBODY)] {
+        let meta = std::fs::metadata(host.p(rel)).unwrap();
+        assert_eq!((meta.uid(), meta.gid(), meta.mode() & 0o7777), (uid, uid, 0o640), "{rel}");
+        assert_eq!(host.read(rel), "new");
+    }
+}
+
 #[test]
 fn backups_rotate_like_the_reference() {
     let host = Host::new();
@@ -446,6 +578,54 @@ fn backups_rotate_like_the_reference() {
     host.config(json!({"files": {host.p("d"): {"content": "file now"}}})).code(0);
     assert_eq!(host.read("d"), "file now");
     assert!(Path::new(&host.p("d.bak/inner")).is_dir());
+}
+
+#[test]
+fn large_files_are_compared_by_size_then_content() {
+    // INIT-FILES-10: an unchanged file keeps the older `.bak`; a changed one (even of the
+    // same size, differing in one byte past the first megabyte) becomes the `.bak`.
+    // Inline content and downloads alike, 3 MB each.
+    let size = 3_000_000;
+    let version = |byte: u8| {
+        let mut v: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+        v[1_500_000] = byte;
+        v
+    };
+    let (v1, v2, v3) = (version(b'1'), version(b'2'), version(b'3'));
+    let host = Host::new();
+    let text = |v: &[u8]| String::from_utf8(v.to_vec()).unwrap();
+    let write = |v: &[u8]| {
+        host.config(json!({"files": {host.p("f"): {"content": text(v)}}})).code(0);
+    };
+    let read = |rel: &str| std::fs::read(host.p(rel)).unwrap();
+    write(&v1);
+    write(&v2);
+    assert!(read("f") == v2 && read("f.bak") == v1);
+    write(&v2);
+    assert!(read("f") == v2 && read("f.bak") == v1, "unchanged: .bak keeps the older version");
+    write(&v3);
+    assert!(read("f") == v3 && read("f.bak") == v2, "changed at the same size");
+    assert!(!host.exists("f.bak2"));
+
+    let bodies = [v1.clone(), v2.clone(), v2.clone(), v3.clone()];
+    let (address, _) = serve_recorded("127.0.0.1", move |n, _| {
+        let body = &bodies[n.min(3)];
+        let mut answer =
+            format!("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        answer.extend_from_slice(body);
+        answer
+    });
+    let url = format!("http://{address}/file");
+    let download = || {
+        host.config(json!({"files": {host.p("dl"): {"source": url}}})).code(0);
+    };
+    download();
+    download();
+    assert!(read("dl") == v2 && read("dl.bak") == v1);
+    download();
+    assert!(read("dl") == v2 && read("dl.bak") == v1, "unchanged download: .bak keeps the older version");
+    download();
+    assert!(read("dl") == v3 && read("dl.bak") == v2, "changed download at the same size");
 }
 
 #[test]
@@ -486,6 +666,73 @@ fn mustache_templates_render_with_their_context() {
     // A mismatched end tag fails, as in pystache (an unclosed section does not).
     host.config(json!({"files": {host.p("bad"): {"content": "{{#a}}x{{/b}}", "context": {}}}})).code(1);
     assert!(!host.exists("bad"));
+}
+
+/// cfn-init on `metadata` under `timeout`, so that a template that never finishes fails
+/// the test instead of hanging it.
+fn init_bounded(host: &Host, metadata: &Value) -> Run {
+    let file = host.sandbox.path(&format!("{}.json", unique("metadata")));
+    std::fs::write(&file, metadata.to_string()).unwrap();
+    host.sandbox
+        .cmd_via("timeout", "cfn-init")
+        .args(["--signal=KILL", "120"])
+        .arg(host.sandbox.path("bin").join("cfn-init"))
+        .arg("-v")
+        .arg(&file)
+        .run()
+}
+
+#[test]
+fn runaway_templates_fail_their_file_quickly_and_write_nothing() {
+    // Twenty nested sections over ten items are 10^20 passes with no output (pystache
+    // never finishes). The rendering budget stops them (INIT-FILES-06); the file fails
+    // like any other (INIT-CLI-08: message on stderr and in the log, exit 1) and nothing
+    // is written (INIT-FILES-11).
+    use std::io::{Read, Write};
+    let template = format!("{}x{}", "{{#l}}".repeat(20), "{{/l}}".repeat(20));
+    let context = json!({"l": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]});
+    let limit = "rendering needs more than 50000000 steps (section passes, text runs, tags and name look-ups)";
+    let message = |path: &str| format!("Failed to render content as a Mustache template: {path}: {limit}");
+
+    // Inline content over an existing file: the file keeps its content and no .bak stays.
+    let host = Host::new();
+    std::fs::write(host.p("app.conf"), "previous\n").unwrap();
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {
+        "files": {host.p("app.conf"): {"content": template, "context": context}},
+        "commands": {"after": {"command": format!("touch {}", host.p("after"))}}
+    }}});
+    let run = init_bounded(&host, &metadata);
+    run.code(1).stdout_is("").stderr_is(&build_error(&message(&host.p("app.conf"))));
+    // The budget takes about a second in a debug build and several on a loaded machine;
+    // the bound only tells finishing apart from never finishing.
+    assert!(run.elapsed < std::time::Duration::from_secs(60), "{run}");
+    assert_eq!(host.read("app.conf"), "previous\n");
+    assert!(!host.exists("app.conf.bak") && !host.exists("after"));
+    let log = messages(&host.log());
+    let error = format!("[ERROR] Error encountered during build of config: {}", message(&host.p("app.conf")));
+    assert!(log.contains(&error), "{log:#?}");
+
+    // The same template downloaded from `source`, for a new file: no file is created.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/template", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let response =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{template}", template.len());
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {"files": {
+        host.p("new.conf"): {"source": url, "context": context}
+    }}}});
+    let run = init_bounded(&host, &metadata);
+    run.code(1).stderr_is(&build_error(&message(&host.p("new.conf"))));
+    assert!(run.elapsed < std::time::Duration::from_secs(60), "{run}");
+    let mut left: Vec<_> = std::fs::read_dir(host.p("")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["app.conf"], "nothing but the earlier file");
 }
 
 // ---------------------------------------------------------------------------
@@ -571,6 +818,39 @@ fn failures_ignore_errors_and_output_logging() {
 }
 
 #[test]
+fn large_output_is_logged_whole_in_the_command_log_and_bounded_in_the_main_log() {
+    // INIT-CMD-08, LOG-05: a 3 MB line without a newline, then 20,000 short lines (the
+    // command log stays under its 5 MiB rotation). The command log holds all of it, as
+    // it arrived; the main log's DEBUG line keeps only the first and last 64 KiB.
+    let host = Host::new();
+    let command = "head -c 3000000 /dev/zero | tr '\\0' x; seq 1 20000";
+    host.config(json!({"commands": {"big": {"command": command}}})).code(0).stdout_is("").stderr_is("");
+    let cmd_log = messages(&host.cmd_log());
+    let output: Vec<&str> = cmd_log
+        .iter()
+        .map(String::as_str)
+        .skip_while(|l| !l.ends_with("Command Output-----------------------"))
+        .skip(1)
+        .take_while(|l| !l.ends_with("-----------------------------------"))
+        .collect();
+    assert_eq!(output.len(), 20000);
+    assert_eq!(output[0].len(), "[INFO] \t".len() + 3_000_000 + 1);
+    assert!(output[0].starts_with("[INFO] \txxxx") && output[0].ends_with("xxx1"));
+    for (i, line) in output.iter().enumerate().skip(1) {
+        assert_eq!(*line, format!("[INFO] \t{}", i + 1));
+    }
+    assert_eq!(cmd_log.last().map(String::as_str), Some("[INFO] Completed successfully."));
+
+    let log = host.log();
+    assert!(log.len() < 200_000, "cfn-init.log has {} bytes", log.len());
+    let total = 3_000_000 + (1..=20000).map(|i: u32| i.to_string().len() + 1).sum::<usize>();
+    let head = format!("[DEBUG] Command big output: {}", "x".repeat(65536));
+    assert!(messages(&log).contains(&head));
+    assert!(log.contains(&format!("\n[... {} bytes of output left out ...]\n", total - 2 * 65536)));
+    assert!(log.contains("\n19999\n20000\n"));
+}
+
+#[test]
 fn command_errors_are_clear() {
     let host = Host::new();
     host.config(json!({"commands": {"a": {"cwd": "/"}}}))
@@ -606,6 +886,95 @@ fn runas_runs_as_that_user_with_the_whole_command() {
         .and_then(|l| l.split(':').nth(5).map(str::to_string))
         .unwrap();
     assert_eq!(host.read("who"), format!("65534:65534 {nobody_home}\nmulti word\n"));
+}
+
+/// Gives the command's process a controlling terminal (a new pseudo-terminal), as when an
+/// operator runs cfn-init from a shell. The returned master side must stay open while the
+/// command runs.
+fn with_controlling_terminal(mut command: TestCommand) -> (TestCommand, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: plain libc calls on a descriptor this function owns; the name buffer is
+    // NUL-terminated by ptsname_r.
+    let (master, slave) = unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        assert!(libc::grantpt(fd) == 0 && libc::unlockpt(fd) == 0, "{}", std::io::Error::last_os_error());
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+        (std::fs::File::from_raw_fd(fd), std::ffi::CStr::from_ptr(name.as_ptr()).to_owned())
+    };
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let fd = libc::open(slave.as_ptr(), libc::O_RDWR);
+            if fd < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(fd);
+            Ok(())
+        });
+    }
+    (command, master)
+}
+
+/// The `key=value` words a probe printed, from the log line `<prefix>: <words>`.
+fn probe_words(log: &str, prefix: &str) -> std::collections::HashMap<String, String> {
+    let line = messages(log)
+        .into_iter()
+        .find_map(|l| l.strip_prefix(&format!("[DEBUG] {prefix}: ")).map(str::to_string))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in\n{log}"));
+    line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// A `runas` command, its test and its `defaults` script start in a session of their own,
+/// without root's controlling terminal; commands without `runas` keep cfn-init's
+/// (INIT-CMD-09, INIT-CMD-10).
+#[test]
+fn runas_commands_start_in_a_session_of_their_own_without_a_terminal() {
+    let host = Host::new();
+    // Its uid, session, controlling terminal (0: none) and its parent's (cfn-init's)
+    // session, from /proc/<pid>/stat: pid (comm) state ppid pgrp session tty_nr …
+    let probe = "read -r _ _ _ ppid _ sid tty _ < /proc/$$/stat; read -r _ _ _ _ _ psid _ < /proc/$ppid/stat; \
+                 echo \"uid=$(id -u) sid=$sid tty=$tty parent_sid=$psid\"";
+    let (command, _terminal) = with_controlling_terminal(host.sandbox.cmd("cfn-init"));
+    let file = host.sandbox.path("metadata.json");
+    std::fs::write(
+        &file,
+        json!({"AWS::CloudFormation::Init": {"config": {"commands": {
+            "a_root": {"command": probe},
+            "b_user": {"command": probe, "runas": "nobody"},
+            "c_test": {"command": "true", "test": format!("{probe} >&2; false"), "runas": "nobody"},
+            "d_defaults": {
+                "defaults": format!("printf '{{\"env\": {{\"PROBE\": \"%s\"}}}}' \"$({probe})\""),
+                "command": "echo \"$PROBE\"",
+                "runas": "nobody"
+            }
+        }}}})
+        .to_string(),
+    )
+    .unwrap();
+    command.arg("-v").arg(&file).run().code(0).stderr_is("");
+    let log = host.log();
+    let nobody = std::process::Command::new("id").args(["-u", "nobody"]).output().unwrap();
+    let nobody = String::from_utf8(nobody.stdout).unwrap().trim().to_string();
+
+    // Without runas: root, in cfn-init's session, on its terminal (so the terminal is real).
+    let root = probe_words(&log, "Command a_root output");
+    assert_eq!(root["uid"], "0", "{root:?}");
+    assert_eq!(root["sid"], root["parent_sid"], "{root:?}");
+    assert_ne!(root["tty"], "0", "cfn-init had no controlling terminal: {root:?}");
+    // With runas: the user, a session of its own, no controlling terminal.
+    for prefix in ["Command b_user output", "Test command output", "Command d_defaults output"] {
+        let user = probe_words(&log, prefix);
+        assert_eq!(user["uid"], nobody, "{prefix}: {user:?}");
+        assert_ne!(user["sid"], user["parent_sid"], "{prefix}: {user:?}");
+        assert_ne!(user["sid"], root["sid"], "{prefix}: {user:?}");
+        assert_eq!(user["tty"], "0", "{prefix}: {user:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -594,3 +594,67 @@ fn rpm_installs_a_local_package_once_and_refuses_unreadable_ones() {
         "{cmd}"
     );
 }
+
+/// rpm's URL helper, standing in for the network (the root has no curl and no network):
+/// records the URL rpm asked for and hands over the tiny RPM, or fails like `curl
+/// --fail` on a 404 for a URL naming `missing`.
+const FAKE_CURL: &str = r#"#!/bin/sh
+out=""; url=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out="$2"; shift 2 ;;
+    -*) shift ;;
+    *) url="$1"; shift ;;
+  esac
+done
+echo "$url" >> /tmp/curl-urls
+case "$url" in *missing*) echo "curl: (22) The requested URL returned error: 404" >&2; exit 22 ;; esac
+cp /srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm "$out"
+"#;
+
+/// rpm locations that are URLs with a password and a presigned signature are installed
+/// from the URL as given, but cfn-init's log lines, the command log and the error on
+/// stderr show them redacted (SEC-02, LOG-08).
+#[test]
+fn rpm_urls_are_redacted_in_logs_and_errors() {
+    let o = Overlay::new(rootfs()).with_cfn_init();
+    o.put("/usr/bin/curl", FAKE_CURL, 0o755);
+    let query = |signature: &str| format!("X-Amz-Credential=AKIDRPMKEY%2F20260101&X-Amz-Signature={signature}");
+    let url = |name: &str| format!("http://rpmuser:rpmS3cret@repo.example/{name}.rpm?{}", query("RPMsig0123"));
+    let shown = |name: &str| {
+        format!(
+            "http://REDACTED@repo.example/{name}.rpm?{}",
+            query("REDACTED").replace("AKIDRPMKEY%2F20260101", "REDACTED")
+        )
+    };
+    o.metadata("remote", serde_json::json!({"config": {"packages": {"rpm": {"tiny": url("tiny")}}}}));
+    o.metadata("missing", serde_json::json!({"config": {"packages": {"rpm": {"gone": url("missing")}}}}));
+    let script = [&cfn_init("remote"), "rpm -q cfn-tiny-rpm\n", &cfn_init("missing"), "cat /tmp/curl-urls\n"].concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+    let remote = o.read("/tmp/remote.log");
+    assert!(out.contains("remote exit 0\ncfn-tiny-rpm-1.0-1.noarch\n"), "{out}\n{remote}");
+    // rpm was given the real URL.
+    assert!(out.contains(&format!("{}\n", url("tiny"))), "{out}");
+    assert!(has(&remote, &format!("[DEBUG] Querying for version of package {}", shown("tiny"))), "{remote}");
+    assert!(has(&remote, &format!("[DEBUG] Installing ['{}'] via RPM", shown("tiny"))), "{remote}");
+    let cmd = o.read("/tmp/cmd.log");
+    assert!(cmd.contains(&format!("[INFO] rpm -U --quiet --nosignature --replacepkgs {}\n", shown("tiny"))), "{cmd}");
+    let missing = o.read("/tmp/missing.log");
+    let error = format!("Could not determine package contained by rpm at {}", shown("missing"));
+    assert!(out.contains(&format!("missing exit 1\nError occurred during build: {error} (return code 1)\n")), "{out}");
+    assert!(has(&missing, &format!("[ERROR] {error}")), "{missing}");
+    // Apart from the helper's own record of the URLs, nothing holds a secret.
+    let shown_to_people = [
+        out.replace(&format!("{}\n", url("tiny")), "").replace(&format!("{}\n", url("missing")), ""),
+        remote,
+        missing,
+        cmd,
+    ];
+    for text in shown_to_people {
+        for secret in ["rpmS3cret", "RPMsig0123", "AKIDRPMKEY"] {
+            assert!(!text.contains(secret), "{secret} was shown:\n{text}");
+        }
+    }
+}
