@@ -14,6 +14,11 @@
 //! the children it reaped, e.g. the shells of cfn-init's commands). Warm-up runs first,
 //! then N repetitions, alternating which implementation goes first.
 //!
+//! The process floor (issue 16, `process_floor`): workloads 1, 2b and 3a also run a
+//! minimal program that does only the work the workload needs, and the glibc build of
+//! ours beside the static one that ships; the report gives each build's ratio to the
+//! floor (target: <= 1.1x wall, <= 1.2x CPU).
+//!
 //! `--vs PREFIX`: the other implementation's tool is PREFIX followed by the tool name.
 //! PREFIX is split on whitespace into words (no shell quoting); when it ends with
 //! whitespace the tool name is one more argument (`--vs "cfn-bootstrap "` runs
@@ -34,6 +39,7 @@ mod floor;
 mod footprint;
 mod hup;
 mod measure;
+mod process_floor;
 
 use crate::emulator::{self, Emulator};
 use crate::{cargo, workspace};
@@ -118,8 +124,17 @@ fn parse(args: &[String]) -> Result<Options> {
 }
 
 enum Kind {
-    Ours { bin_dir: PathBuf },
-    Other { words: Vec<String>, separate: bool },
+    Ours {
+        bin_dir: PathBuf,
+    },
+    Other {
+        words: Vec<String>,
+        separate: bool,
+    },
+    /// The process floor: runs a workload's `floor` arguments instead of the tool.
+    Floor {
+        program: PathBuf,
+    },
 }
 
 pub struct Implementation {
@@ -138,6 +153,7 @@ impl Implementation {
     fn argv(&self, tool: &str) -> Vec<String> {
         match &self.kind {
             Kind::Ours { bin_dir } => vec![bin_dir.join(tool).display().to_string()],
+            Kind::Floor { program } => vec![program.display().to_string()],
             Kind::Other { words, separate: true } => words.iter().cloned().chain([tool.to_string()]).collect(),
             Kind::Other { words, separate: false } => {
                 let mut argv = words.clone();
@@ -250,6 +266,9 @@ struct Workload {
     /// Removed (then the file system synced, then [`SETTLE`]) before every run, outside
     /// the measurement.
     clean: Option<PathBuf>,
+    /// The process floor's arguments, for the workloads that have a floor (issue 16);
+    /// those also run the glibc build beside the static one.
+    floor: Option<Vec<String>>,
 }
 
 struct Outcome {
@@ -282,7 +301,7 @@ fn clean(dir: &Option<PathBuf>) -> Result<()> {
 fn run_workload(
     ctx: &Context,
     w: Workload,
-    impls: &[Implementation],
+    impls: &[&Implementation],
     between: &mut dyn FnMut(bool) -> Result<()>,
 ) -> Outcome {
     let mut samples: Vec<Vec<Sample>> = impls.iter().map(|_| Vec::new()).collect();
@@ -293,7 +312,10 @@ fn run_workload(
         }
         let imp = &impls[i];
         let mut cmd = ctx.command(imp, w.tool);
-        cmd.args(&w.args);
+        match (&imp.kind, &w.floor) {
+            (Kind::Floor { .. }, Some(floor)) => cmd.args(floor),
+            _ => cmd.args(&w.args),
+        };
         let result = clean(&w.clean).and_then(|_| measure::run(&mut cmd, &ctx.out_path(w.id, imp)));
         match result {
             Ok(sample) => Some(sample),
@@ -367,6 +389,17 @@ fn small_config(dir: &Path) -> Value {
             "02_true": {"command": "true"}
         }
     }})
+}
+
+/// What workload 1 must do, for the process floor: its files as cfn-init writes them
+/// (the Mustache rendered, the JSON serialised as Python does) and its commands.
+fn small_config_floor(dir: &Path) -> Vec<String> {
+    let files = [
+        ("app.conf", "644", "listen 8080\nworkers 4\n"),
+        ("settings.json", "640", r#"{"name": "bench", "replicas": 3}"#),
+        ("index.html", "644", "<h1>Hello World</h1><p>a b c </p>\n"),
+    ];
+    process_floor::init_args(dir, &files, &["echo hello", "true"])
 }
 
 /// The content of file `{}` in workload 2 (and of the floor program's files).
@@ -463,6 +496,21 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         std::os::unix::fs::symlink(&measured, &link)?;
     }
     let mut impls = vec![Implementation { label: "ours", kind: Kind::Ours { bin_dir: bench.join("bin") } }];
+    // Beside the floor (issue 16), the glibc build runs too when the static one is "ours".
+    let mut floor_impls = Vec::new();
+    if musl.is_some() {
+        let glibc_bin = bench.join("bin-glibc");
+        std::fs::create_dir_all(&glibc_bin)?;
+        for tool in TOOLS {
+            let link = glibc_bin.join(tool);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&release, &link)?;
+        }
+        floor_impls.push(Implementation { label: "glibc", kind: Kind::Ours { bin_dir: glibc_bin } });
+    }
+    let floor_target = musl.as_ref().map(|_| "x86_64-unknown-linux-musl");
+    let floor_program = process_floor::compile(&bench, FILE_BODY, floor_target)?;
+    floor_impls.push(Implementation { label: "floor", kind: Kind::Floor { program: floor_program } });
     if let Some(prefix) = &options.vs {
         impls.push(Implementation::other(prefix));
         if !namespaced {
@@ -528,6 +576,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: Some(w1_dir.clone()),
+            floor: Some(small_config_floor(&w1_dir)),
         },
         Workload {
             id: "2-base",
@@ -537,6 +586,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: None,
+            floor: None,
         },
         Workload {
             id: "2a",
@@ -546,6 +596,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: heavy,
             warmup: 1,
             clean: Some(w2_dir.clone()),
+            floor: None,
         },
         Workload {
             id: "2b",
@@ -555,6 +606,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: heavy,
             warmup: 1,
             clean: Some(w2_dir.clone()),
+            floor: Some(vec!["files".into(), w2_dir.display().to_string(), "1000".into()]),
         },
         Workload {
             id: "2c",
@@ -564,6 +616,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: heavy,
             warmup: 1,
             clean: None,
+            floor: None,
         },
         Workload {
             id: "3a",
@@ -573,6 +626,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: None,
+            floor: Some(process_floor::describe_args(&ctx.url, STACK, RESOURCE, (ACCESS_KEY, SECRET_KEY))?),
         },
         Workload {
             id: "3b",
@@ -582,6 +636,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: None,
+            floor: None,
         },
         Workload {
             id: "4",
@@ -591,6 +646,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: Some(w1_dir.clone()),
+            floor: None,
         },
         Workload {
             id: "5",
@@ -611,6 +667,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             runs: n,
             warmup,
             clean: None,
+            floor: None,
         },
     ];
     workloads.retain(|w| options.runs_workload(w.id));
@@ -621,7 +678,13 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         // The floor is measured between the repetitions of workload 2b.
         let with_floor = w.id == "2b";
         let mut between = |keep: bool| if with_floor { floor_samples.batch(keep) } else { Ok(()) };
-        outcomes.push(run_workload(&ctx, w, &impls, &mut between));
+        // Ours first, then the glibc build and the floor where the workload has one.
+        let mut these: Vec<&Implementation> = impls.iter().take(1).collect();
+        if w.floor.is_some() {
+            these.extend(floor_impls.iter());
+        }
+        these.extend(impls.iter().skip(1));
+        outcomes.push(run_workload(&ctx, w, &these, &mut between));
     }
     let floor = floor_samples.finish();
 
@@ -759,8 +822,18 @@ impl Report<'_> {
             }),
             _ => Value::Null,
         };
+        let mut over_floor = serde_json::Map::new();
+        for label in ["ours", "glibc"] {
+            if let (Some(a), Some(f)) = (o.summary(label), o.summary("floor")) {
+                over_floor.insert(
+                    label.into(),
+                    json!({"wall": r3(a.wall.median / f.wall.median), "cpu": r3(a.cpu.median / f.cpu.median)}),
+                );
+            }
+        }
         json!({"id": o.workload.id, "title": o.workload.title, "tool": o.workload.tool, "args": o.workload.args,
-               "results": results, "ratios_other_over_ours": ratios})
+               "floor_args": o.workload.floor, "results": results, "ratios_other_over_ours": ratios,
+               "ratios_over_floor": over_floor})
     }
 
     /// Per-file and per-command costs (from the differences to the empty config) and the
@@ -798,7 +871,7 @@ impl Report<'_> {
         let mut targets = Vec::new();
         // Ratios need the other implementation; the floor and the size do not.
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
-            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size");
+            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size") && !id.starts_with("floor-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -822,6 +895,29 @@ impl Report<'_> {
         check("w3-cpu-keys", "workload 3 (keys): CPU time, other / ours", ">= 20x", cpu3a, cpu3a >= 20.0);
         let cpu3b = w("3b", |s| s.cpu.median);
         check("w3-cpu-identity", "workload 3 (identity): CPU time, other / ours", ">= 20x", cpu3b, cpu3b >= 20.0);
+        // Issue 16: each tool build against the process floor, medians of the same run.
+        for (id, what) in [("1", "workload 1"), ("2b", "workload 2b"), ("3a", "workload 3a")] {
+            for label in ["ours", "glibc"] {
+                let over = |f: fn(&Summary) -> f64| self.median(id, label, f) / self.median(id, "floor", f);
+                let build = if label == "ours" { "shipped" } else { "glibc" };
+                let wall = over(|s| s.wall.median);
+                check(
+                    &format!("floor-{id}-wall-{label}"),
+                    &format!("{what}: wall, {build} / floor"),
+                    "<= 1.1x",
+                    wall,
+                    wall <= 1.1,
+                );
+                let cpu = over(|s| s.cpu.median);
+                check(
+                    &format!("floor-{id}-cpu-{label}"),
+                    &format!("{what}: CPU, {build} / floor"),
+                    "<= 1.2x",
+                    cpu,
+                    cpu <= 1.2,
+                );
+            }
+        }
         let hup = |label: &str, phase: &str, key: &str| {
             self.hup.iter().find(|(l, _)| *l == label).and_then(|(_, v)| v[phase][key].as_f64()).unwrap_or(f64::NAN)
         };
@@ -874,6 +970,19 @@ impl Report<'_> {
                     Err(e) => {
                         let _ = writeln!(t, "{name:<52} {label:<6} ERROR: {e}");
                     }
+                }
+            }
+            for label in ["ours", "glibc"] {
+                if let (Some(a), Some(f)) = (o.summary(label), o.summary("floor")) {
+                    let _ = writeln!(
+                        t,
+                        "{:<52} {:<6} {:>5}  {:<22} {:<22}",
+                        "",
+                        if label == "ours" { "/floor" } else { "g/flr" },
+                        "",
+                        format!("{}x", fmt_num(a.wall.median / f.wall.median)),
+                        format!("{}x", fmt_num(a.cpu.median / f.cpu.median)),
+                    );
                 }
             }
             if let (Some(a), Some(b)) = (o.summary("ours"), o.summary("other")) {
@@ -1010,7 +1119,7 @@ impl Report<'_> {
             }
         }
 
-        let _ = writeln!(t, "\ntargets (issue 8){}", if vs { "" } else { "; ratios need --vs" });
+        let _ = writeln!(t, "\ntargets (issues 8 and 16){}", if vs { "" } else { "; ratios to the other need --vs" });
         for target in targets {
             let _ = writeln!(
                 t,
