@@ -1,7 +1,8 @@
 //! The `cfn-bootstrap` command itself (CLI-COMMON-01), which clap parses: `--list`,
 //! `--version`, `--help`, `help TOOL`, a subcommand per tool that hands every following
-//! argument to the tool's optparse-exact parser untouched, and `completions SHELL`,
-//! whose scripts describe the tools' options from the tables their parsers use.
+//! argument to the tool's optparse-exact parser untouched, `completions SHELL`, whose
+//! scripts describe the tools' options from the tables their parsers use, and `man`,
+//! whose pages are rendered from the same tables.
 
 mod common;
 use common::*;
@@ -243,4 +244,94 @@ fn bash_completes_the_tools_options_through_links_and_subcommands() {
     let single = sandbox.path("cfn-init.bash");
     std::fs::write(&single, &bootstrap(&sandbox, &["completions", "bash", "cfn-init"]).stdout).unwrap();
     assert_eq!(bash_completes(&single, &["cfn-init", "--reg"]), ["--region"]);
+}
+
+/// Every manual page: `cfn-bootstrap`, its own subcommands and the tools.
+const PAGES: &[&str] = &[
+    "cfn-bootstrap",
+    "cfn-bootstrap-help",
+    "cfn-bootstrap-completions",
+    "cfn-bootstrap-man",
+    "cfn-init",
+    "cfn-signal",
+    "cfn-hup",
+    "cfn-get-metadata",
+    "cfn-elect-cmd-leader",
+    "cfn-send-cmd-result",
+    "cfn-send-cmd-event",
+];
+
+/// A page as `man` shows it (groff's text output, warnings on), with the lines joined
+/// so that a hyphenated or wrapped phrase can still be found.
+fn rendered(page: &std::path::Path) -> String {
+    let out = std::process::Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-rLL=200n", "-P-c", "-P-b", "-P-u"])
+        .arg(page)
+        .output()
+        .expect("groff is installed");
+    assert!(out.status.success() && out.stderr.is_empty(), "groff: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings() {
+    let sandbox = sandbox();
+    let dir = sandbox.path("man1");
+    let written = bootstrap(&sandbox, &["man", "--dir", dir.to_str().unwrap()]);
+    written.code(0).stderr_is("");
+    let listed: Vec<String> = written.stdout.lines().map(String::from).collect();
+    let expected: Vec<String> = PAGES.iter().map(|p| dir.join(format!("{p}.1")).display().to_string()).collect();
+    assert_eq!(listed, expected);
+    let mut files: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    let mut names: Vec<String> = PAGES.iter().map(|p| format!("{p}.1")).collect();
+    names.sort();
+    assert_eq!(files, names);
+
+    for tool in TOOLS {
+        let page = dir.join(format!("{tool}.1"));
+        // The page printed alone is the file written.
+        let alone = bootstrap(&sandbox, &["man", tool]);
+        alone.code(0).stderr_is("");
+        assert_eq!(alone.stdout, std::fs::read_to_string(&page).unwrap(), "{tool}");
+        let text = rendered(&page);
+        for section in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "SEE ALSO", "VERSION"] {
+            assert!(text.lines().any(|l| l == section), "{tool}: no {section} section:\n{text}");
+        }
+        assert!(text.contains(&format!("{tool} - ")), "{tool}: no name line:\n{text}");
+        assert!(text.contains(&format!("Usage: {tool} [options]")), "{tool}: no usage:\n{text}");
+        let help = sandbox.cmd(tool).arg("--help").run();
+        for option in long_options(&help.stdout) {
+            assert!(text.contains(&option), "{tool}: {option} is in --help but not in the page:\n{text}");
+        }
+    }
+    // The exit statuses a script tests for.
+    let leader = rendered(&dir.join("cfn-elect-cmd-leader.1"));
+    assert!(leader.contains("Another listener is the leader."), "{leader}");
+    let init = rendered(&dir.join("cfn-init.1"));
+    assert!(init.contains("/var/log/cfn-init-cmd.log"), "{init}");
+    // cfn-bootstrap's page names every subcommand's page.
+    let top = rendered(&dir.join("cfn-bootstrap.1"));
+    for page in PAGES.iter().skip(1) {
+        assert!(top.contains(&format!("{page}(1)")), "{page}(1) not referenced:\n{top}");
+    }
+    let completions = rendered(&dir.join("cfn-bootstrap-completions.1"));
+    assert!(completions.contains("cfn-bootstrap completions"), "{completions}");
+}
+
+#[test]
+fn man_without_a_name_prints_cfn_bootstrap_and_an_unknown_name_is_a_usage_error() {
+    let sandbox = sandbox();
+    bootstrap(&sandbox, &["man"]).code(0).stderr_is("").stdout_has(".TH cfn-bootstrap 1 ");
+    bootstrap(&sandbox, &["man", "cfn-nothing"]).code(2).stdout_is("").stderr_has(
+        "cfn-bootstrap man: no manual page named cfn-nothing; the pages are: cfn-bootstrap, cfn-bootstrap-help,",
+    );
+    bootstrap(&sandbox, &["man", "cfn-init", "--dir", "x"]).code(2).stderr_has("cannot be used with");
+    let blocked = sandbox.path("a-file");
+    std::fs::write(&blocked, "").unwrap();
+    bootstrap(&sandbox, &["man", "--dir", blocked.to_str().unwrap()])
+        .code(1)
+        .stdout_is("")
+        .stderr_has(&format!("cfn-bootstrap man: could not write the pages into {}: File exists", blocked.display()));
 }

@@ -1,11 +1,12 @@
 //! The `cfn-bootstrap` command itself, parsed by clap: `--list`, `--version`, `--help`,
-//! a subcommand per tool (full name, and the short name as an alias) and `completions`.
+//! a subcommand per tool (full name, and the short name as an alias), `completions` and
+//! `man`.
 //!
 //! A tool subcommand takes every following argument untouched and hands it to the
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions};
+use crate::{TOOLS, Tool, completions, manpages};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;
@@ -42,7 +43,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
         .subcommands(tools)
         .subcommand(Command::new("help").about("Print this help, or the help of a tool or subcommand").arg(
             Arg::new("command").value_name("COMMAND").value_parser(
-                TOOLS.iter().flat_map(|t| [t.name, t.short_name()]).chain(["completions"]).collect::<Vec<_>>(),
+                TOOLS.iter().flat_map(|t| [t.name, t.short_name()]).chain(["completions", "man"]).collect::<Vec<_>>(),
             ),
         ))
         .subcommand(
@@ -63,6 +64,26 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                             std::iter::once("cfn-bootstrap").chain(TOOLS.iter().map(|t| t.name)).collect::<Vec<_>>(),
                         )
                         .help("Only this command's script"),
+                ),
+        )
+        .subcommand(
+            Command::new("man")
+                .about("Print a manual page, or write them all into a directory")
+                .long_about(
+                    "Print the manual page (roff, section 1) of cfn-bootstrap, one of its subcommands\n\
+                     (cfn-bootstrap-completions) or a tool (cfn-init), e.g. `cfn-bootstrap man cfn-init | man -l -`;\n\
+                     with --dir, write every page into DIR as NAME.1 (e.g. /usr/share/man/man1).",
+                )
+                // The names are checked when the page is looked up: they are made from
+                // this command, so listing them here would build it within itself.
+                .arg(Arg::new("name").value_name("NAME").help("The page's name (default: cfn-bootstrap)"))
+                .arg(
+                    Arg::new("dir")
+                        .long("dir")
+                        .value_name("DIR")
+                        .value_hint(clap::ValueHint::DirPath)
+                        .conflicts_with("name")
+                        .help("Write every page into DIR"),
                 ),
         )
 }
@@ -101,6 +122,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
                 Err(_) => ExitCode::FAILURE,
             }
         }
+        Some(("man", sub)) => man(sub.get_one::<String>("name").map(String::as_str), sub.get_one::<String>("dir")),
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
         Some((name, _)) => match TOOLS.iter().find(|t| t.name == name) {
             Some(tool) => (tool.main)(tool.name, tool_args(tool, argv)),
@@ -127,6 +149,32 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
 fn tool_args<'a>(tool: &Tool, argv: &'a [String]) -> &'a [String] {
     let position = argv.iter().skip(1).position(|a| a == tool.name || a == tool.short_name());
     position.map_or(&[], |i| &argv[i + 2..])
+}
+
+/// `cfn-bootstrap man [NAME]` prints a page; `--dir DIR` writes them all and lists them.
+fn man(name: Option<&str>, dir: Option<&String>) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    if let Some(dir) = dir {
+        return match manpages::write_all(std::path::Path::new(dir)) {
+            Ok(written) => {
+                let list: String = written.iter().map(|p| format!("{}\n", p.display())).collect();
+                if stdout.write_all(list.as_bytes()).is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            }
+            Err(e) => {
+                eprintln!("cfn-bootstrap man: could not write the pages into {dir}: {}", cfn_python::strerror(&e));
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let name = name.unwrap_or("cfn-bootstrap");
+    let Some(page) = manpages::page(name) else {
+        eprintln!("cfn-bootstrap man: no manual page named {name}; the pages are: {}", manpages::names().join(", "));
+        return ExitCode::from(2);
+    };
+    match stdout.write_all(&page).and_then(|_| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }
 
 /// `cfn-bootstrap help [COMMAND]`: a tool's own help (as `TOOL --help` prints it), or

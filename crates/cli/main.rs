@@ -14,6 +14,7 @@ mod get_metadata;
 mod hup;
 mod init;
 mod logging;
+mod manpages;
 mod options;
 mod optparse;
 mod report;
