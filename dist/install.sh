@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs cfn-bootstrap on a host without a package manager: the static binary, the
-# /opt/aws/bin/cfn-* links and the cfn-hup service for the init system found (systemd
-# unit or SysV script). Idempotent; --uninstall removes exactly what it installed, as
-# recorded in <root>/var/lib/cfn-bootstrap/install.manifest. POSIX sh.
+# /opt/aws/bin/cfn-* links, manual pages, shell completions and the cfn-hup service for
+# the init system found (systemd unit or SysV script). Idempotent; --uninstall removes
+# exactly what it installed, as recorded in <root>/var/lib/cfn-bootstrap/install.manifest.
+# POSIX sh.
 set -eu
 
 PROG=install.sh
@@ -23,8 +24,9 @@ Usage: $PROG [options]
 
 Installs the cfn-bootstrap binary as PREFIX/cfn-bootstrap, the links PREFIX/cfn-init,
 cfn-signal, cfn-hup, cfn-get-metadata, cfn-elect-cmd-leader, cfn-send-cmd-result and
-cfn-send-cmd-event, and the cfn-hup service: a systemd unit in /etc/systemd/system when
-systemd runs or systemctl exists, else the SysV script /etc/init.d/cfn-hup. Running it
+cfn-send-cmd-event, their manual pages and shell completions under /usr/share, and the
+cfn-hup service: a systemd unit in /etc/systemd/system when systemd runs or systemctl
+exists, else the SysV script /etc/init.d/cfn-hup. Running it
 again updates the installation; nothing is started unless --enable-cfn-hup is given.
 
 Options:
@@ -141,6 +143,22 @@ put_link() { # target link
     record l "$2"
 }
 
+# The manual pages and shell completion scripts beside this script (share/ in the
+# tarball) go under /usr/share; zsh's go to Debian's vendor-completions where it exists.
+install_share() {
+    for sub in man/man1 bash-completion/completions zsh/site-functions fish/vendor_completions.d; do
+        [ -d "$HERE/share/$sub" ] || continue
+        dest=/usr/share/$sub
+        if [ "$sub" = zsh/site-functions ] && [ -d "$ROOT/usr/share/zsh/vendor-completions" ]; then
+            dest=/usr/share/zsh/vendor-completions
+        fi
+        make_dir "$dest"
+        for f in "$HERE/share/$sub"/*; do
+            put_file "$f" "$dest/${f##*/}" 644
+        done
+    done
+}
+
 detect_init() {
     if [ "$INIT" != auto ]; then
         echo "$INIT"
@@ -210,6 +228,7 @@ do_install() {
     for tool in $TOOLS; do
         put_link cfn-bootstrap "$PREFIX/$tool"
     done
+    install_share
 
     kind=$(detect_init)
     case "$kind" in

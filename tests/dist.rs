@@ -75,6 +75,35 @@ fn show(what: &str, output: &Output) -> String {
     })
 }
 
+/// The manual pages every package installs (`cfn-bootstrap man --dir`).
+const PAGES: &[&str] = &["cfn-bootstrap", "cfn-bootstrap-completions", "cfn-bootstrap-help", "cfn-bootstrap-man"];
+
+/// `cfn-bootstrap` and the tools: each has a page and a completion script per shell.
+fn commands() -> impl Iterator<Item = &'static str> {
+    std::iter::once("cfn-bootstrap").chain(TOOLS.iter().copied())
+}
+
+/// The files under `share/` (the tarball) or `usr/share/` (packages): `.1` pages (with
+/// `page_suffix`, `.gz` in packages) and completion scripts, zsh's in `zsh_dir`.
+fn share_files(page_suffix: &str, zsh_dir: &str) -> Vec<String> {
+    let pages = PAGES.iter().copied().chain(TOOLS.iter().copied()).map(|p| format!("man/man1/{p}.1{page_suffix}"));
+    let bash = commands().map(|c| format!("bash-completion/completions/{c}"));
+    let zsh = commands().map(|c| format!("zsh/{zsh_dir}/_{c}"));
+    let fish = commands().map(|c| format!("fish/vendor_completions.d/{c}.fish"));
+    pages.chain(bash).chain(zsh).chain(fish).collect()
+}
+
+/// `share_files` with the directories that hold them, as `tree` lists them.
+fn share_tree(prefix: &str, page_suffix: &str, zsh_dir: &str) -> Vec<String> {
+    let dirs = ["man", "man/man1", "bash-completion", "bash-completion/completions", "zsh"]
+        .into_iter()
+        .map(String::from)
+        .chain([format!("zsh/{zsh_dir}"), "fish".into(), "fish/vendor_completions.d".into()]);
+    std::iter::once(prefix.trim_end_matches('/').to_string())
+        .chain(dirs.chain(share_files(page_suffix, zsh_dir)).map(|p| format!("{prefix}{p}")))
+        .collect()
+}
+
 /// Every regular file, link and directory under `root`, relative, sorted.
 fn tree(root: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
@@ -185,9 +214,15 @@ fn tarball_links_resolve_and_every_tool_runs_from_its_link() {
         .chain(["init.d/cfn-hup", "install.sh"])
         .map(String::from)
         .chain(TOOLS.iter().map(|t| format!("bin/{t}")))
+        .chain(share_tree("share/", "", "site-functions"))
         .collect();
     expected.sort();
     assert_eq!(tree(&top), expected);
+    // The pages and scripts are the binary's own (`cfn-bootstrap man`, `completions`).
+    let page = Command::new(top.join("bin/cfn-bootstrap")).args(["man", "cfn-hup"]).output().unwrap();
+    assert_eq!(std::fs::read(top.join("share/man/man1/cfn-hup.1")).unwrap(), page.stdout);
+    let script = Command::new(top.join("bin/cfn-bootstrap")).args(["completions", "zsh", "cfn-init"]).output().unwrap();
+    assert_eq!(std::fs::read(top.join("share/zsh/site-functions/_cfn-init")).unwrap(), script.stdout);
     let binary = top.join("bin/cfn-bootstrap");
     let version = Command::new(&binary).arg("--version").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&version.stdout), format!("cfn-bootstrap {VERSION}\n"));
@@ -243,6 +278,12 @@ fn install_sh_into_a_root_is_idempotent_and_uninstall_leaves_nothing() {
         }
         let service = std::fs::read_to_string(root.path().join(service)).unwrap();
         assert!(service.contains("/opt/aws/bin/cfn-hup"), "{service}");
+        // Manual pages and completion scripts under /usr/share (zsh's in site-functions:
+        // this root has no Debian vendor-completions directory).
+        for file in share_files("", "site-functions") {
+            let installed = root.path().join("usr/share").join(&file);
+            assert_eq!(std::fs::read(&installed).ok(), std::fs::read(top.join("share").join(&file)).ok(), "{file}");
+        }
         // Idempotent: a second run changes nothing.
         install_sh(&top, &["--root", r, "--init", init]);
         assert_eq!(tree(root.path()), installed);
@@ -298,6 +339,26 @@ fn links_work() -> String {
     )
 }
 
+/// The checks made for the manual pages (compressed) and completion scripts a package
+/// installs under /usr/share, zsh's in `zsh_dir`: each is there, each page is a page, and
+/// bash completes a tool's option with the installed script.
+fn share_works(zsh_dir: &str) -> String {
+    let files: Vec<String> = share_files(".gz", zsh_dir).into_iter().map(|f| format!("/usr/share/{f}")).collect();
+    format!(
+        "for f in {files}; do test -s $f; done; echo completions ok\n\
+         for p in /usr/share/man/man1/cfn-*.1.gz; do zcat $p | grep -qx '.SH NAME'; done; echo pages ok\n\
+         cat > /tmp/complete.bash <<'EOF'\n\
+         source /usr/share/bash-completion/completions/cfn-init\n\
+         COMP_WORDS=(cfn-init --configs); COMP_CWORD=1\n\
+         fn=$(complete -p cfn-init | sed -E 's/.*-F ([^ ]+) .*/\\1/')\n\
+         \"$fn\" cfn-init --configs cfn-init\n\
+         echo \"completes ${{COMPREPLY[*]}}\"\n\
+         EOF\n\
+         bash --norc /tmp/complete.bash\n",
+        files = files.join(" ")
+    )
+}
+
 fn no_links() -> String {
     format!(
         "for t in {}; do test ! -e /opt/aws/bin/$t && test ! -L /opt/aws/bin/$t; done; echo links gone\n",
@@ -315,6 +376,7 @@ fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
          /opt/aws/bin/cfn-bootstrap --version\n\
          test -f /lib/systemd/system/cfn-hup.service && echo unit ok\n\
          test -x /etc/init.d/cfn-hup && /etc/init.d/cfn-hup status || echo \"status $?\"\n\
+         {share}\
          dpkg -i /tmp/cfn.deb >/dev/null && echo reinstalled\n\
          dpkg -r cfn-bootstrap\n\
          {gone}\
@@ -325,6 +387,7 @@ fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
          diff /tmp/before.tree /tmp/after.tree && echo same files\n",
         links = links_work(),
         gone = no_links(),
+        share = share_works("vendor-completions"),
     );
     let (code, out) = in_debian_root(&[("cfn.deb", &deb())], &script);
     assert_eq!(code, 0, "{out}");
@@ -334,6 +397,9 @@ fn deb_installs_and_uninstalls_cleanly_in_the_debian_root() {
         &format!("cfn-bootstrap {VERSION}"),
         "unit ok",
         "cfn-hup is stopped",
+        "pages ok",
+        "completions ok",
+        "completes --configsets",
         "reinstalled",
         "links gone",
         "conffile kept",
@@ -356,6 +422,7 @@ fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
          rpm -V --nodeps cfn-bootstrap && echo verified\n\
          {links}\
          test -f /usr/lib/systemd/system/cfn-hup.service && test -x /etc/rc.d/init.d/cfn-hup && echo services ok\n\
+         {share}\
          rpm -e cfn-bootstrap\n\
          {gone}\
          rpm -q cfn-bootstrap || true\n\
@@ -364,6 +431,7 @@ fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
          diff /tmp/before.tree /tmp/after-rc.tree && echo same files\n",
         links = links_work(),
         gone = no_links(),
+        share = share_works("site-functions"),
     );
     let (code, out) = in_debian_root(&[("cfn.rpm", &rpm())], &script);
     assert_eq!(code, 0, "{out}");
@@ -372,6 +440,9 @@ fn rpm_installs_and_erases_cleanly_with_the_real_rpm() {
         "verified",
         "links ok",
         "services ok",
+        "pages ok",
+        "completions ok",
+        "completes --configsets",
         "links gone",
         "package cfn-bootstrap is not installed",
         "same files",

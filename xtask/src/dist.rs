@@ -6,8 +6,10 @@
 //!   the aarch64 one under `qemu-aarch64-static` when installed);
 //! - per architecture `cfn-bootstrap-<ver>-<arch>-linux.tar.gz` (`bin/cfn-bootstrap`,
 //!   the seven relative links, `install.sh`, `cfn-hup.service`, `init.d/cfn-hup`,
-//!   README and LICENSE), a `.deb` (dpkg-deb) and an `.rpm` (rpmbuild from
-//!   dist/rpm/cfn-bootstrap.spec; the tree is staged here, nothing compiles inside);
+//!   `share/` with the manual pages and completion scripts, README and LICENSE), a
+//!   `.deb` (dpkg-deb) and an `.rpm` (rpmbuild from dist/rpm/cfn-bootstrap.spec; the
+//!   tree is staged here, nothing compiles inside), both with the pages and scripts
+//!   under /usr/share;
 //! - `container/`: a `FROM scratch` Containerfile and one root per architecture;
 //! - `SHA256SUMS` over all of them.
 //!
@@ -113,12 +115,18 @@ pub fn build(archs: &[Arch], out: &Path) -> Result<PathBuf> {
     let container = out.join("container");
     std::fs::create_dir_all(&container)?;
     std::fs::copy(workspace().join("dist/container/Containerfile"), container.join("Containerfile"))?;
+    let share = stage.join("share");
     for arch in archs {
         let binary = compile(arch)?;
         check_binary(arch, &binary)?;
-        tarball(arch, &binary, &stage, &out, epoch)?;
-        deb(arch, &binary, &stage, &out, epoch)?;
-        rpm(arch, &binary, &stage, &out, epoch)?;
+        if !share.exists() {
+            // The same for every architecture: made once, by a binary that runs here.
+            let native = if arch.runner.is_none() { binary.clone() } else { compile(&X86_64)? };
+            share_tree(&native, &share)?;
+        }
+        tarball(arch, &binary, &share, &stage, &out, epoch)?;
+        deb(arch, &binary, &share, &stage, &out, epoch)?;
+        rpm(arch, &binary, &share, &stage, &out, epoch)?;
         container_root(arch, &binary, &container)?;
     }
     checksums(&out)?;
@@ -302,6 +310,73 @@ fn copy(from: &Path, to: &Path, mode: u32) -> Result<()> {
     put(to, &std::fs::read(from).with_context(|| format!("read {}", from.display()))?, mode)
 }
 
+/// Where each shell looks for completion scripts under `/usr/share`, and the file name
+/// it expects for a command. zsh's directory differs between families (Debian's
+/// vendor-completions, site-functions elsewhere): packages pick theirs.
+const COMPLETIONS: [(&str, &str, fn(&str) -> String); 3] = [
+    ("bash", "bash-completion/completions", |name| name.to_string()),
+    ("zsh", "zsh/site-functions", |name| format!("_{name}")),
+    ("fish", "fish/vendor_completions.d", |name| format!("{name}.fish")),
+];
+
+/// `share/`: the manual pages (`man/man1/NAME.1`) and the completion scripts of
+/// `cfn-bootstrap` and each tool, as the binary prints them (`cfn-bootstrap man`,
+/// `cfn-bootstrap completions SHELL NAME`), laid out as under `/usr/share`.
+fn share_tree(binary: &Path, share: &Path) -> Result<()> {
+    let man1 = share.join("man/man1");
+    let pages = Command::new(binary).args(["man", "--dir"]).arg(&man1).output().context("run cfn-bootstrap man")?;
+    if !pages.status.success() || std::fs::read_dir(&man1)?.count() == 0 {
+        bail!("cfn-bootstrap man --dir wrote no pages: {}", String::from_utf8_lossy(&pages.stderr));
+    }
+    for (shell, dir, file_name) in COMPLETIONS {
+        for name in std::iter::once("cfn-bootstrap").chain(TOOLS) {
+            let script = Command::new(binary).args(["completions", shell, name]).output()?;
+            if !script.status.success() || script.stdout.is_empty() {
+                bail!("cfn-bootstrap completions {shell} {name} failed: {}", String::from_utf8_lossy(&script.stderr));
+            }
+            put(&share.join(dir).join(file_name(name)), &script.stdout, 0o644)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies `share/` under `usr` for a package: manual pages compressed (`gzip -9n`, as
+/// both Debian and the Red Hat family ship them), zsh's scripts into `zsh_dir`.
+fn package_share(share: &Path, usr_share: &Path, zsh_dir: &str) -> Result<()> {
+    let man1 = usr_share.join("man/man1");
+    std::fs::create_dir_all(&man1)?;
+    for entry in std::fs::read_dir(share.join("man/man1"))? {
+        let page = entry?.path();
+        let name = page.file_name().context("a page has a name")?.to_string_lossy().into_owned();
+        let compressed = Command::new("gzip").args(["-9nc"]).arg(&page).output().context("run gzip")?;
+        if !compressed.status.success() {
+            bail!("gzip {} failed", page.display());
+        }
+        put(&man1.join(format!("{name}.gz")), &compressed.stdout, 0o644)?;
+    }
+    for (shell, dir, _) in COMPLETIONS {
+        let to = if shell == "zsh" { zsh_dir } else { dir };
+        for entry in std::fs::read_dir(share.join(dir))? {
+            let script = entry?.path();
+            copy(&script, &usr_share.join(to).join(script.file_name().context("a script has a name")?), 0o644)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let path = entry?.path();
+        let target = to.join(path.file_name().context("an entry has a name")?);
+        if path.is_dir() {
+            copy_tree(&path, &target)?;
+        } else {
+            copy(&path, &target, 0o644)?;
+        }
+    }
+    Ok(())
+}
+
 /// `dir/cfn-bootstrap` and the seven relative links beside it.
 fn binary_and_links(binary: &Path, dir: &Path) -> Result<()> {
     copy(binary, &dir.join("cfn-bootstrap"), 0o755)?;
@@ -344,11 +419,12 @@ fn run_cmd(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn tarball(arch: &Arch, binary: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
+fn tarball(arch: &Arch, binary: &Path, share: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
     let name = format!("cfn-bootstrap-{VERSION}-{}-linux", arch.name);
     let top = stage.join(&name);
     let dist = workspace().join("dist");
     binary_and_links(binary, &top.join("bin"))?;
+    copy_tree(share, &top.join("share"))?;
     copy(&dist.join("install.sh"), &top.join("install.sh"), 0o755)?;
     copy(&dist.join("cfn-hup.service"), &top.join("cfn-hup.service"), 0o644)?;
     copy(&dist.join("init.d/cfn-hup"), &top.join("init.d/cfn-hup"), 0o755)?;
@@ -367,19 +443,30 @@ fn tarball(arch: &Arch, binary: &Path, stage: &Path, out: &Path, epoch: u64) -> 
     )
 }
 
+/// Where a package family puts what differs between them.
+struct PackageDirs {
+    unit: &'static str,
+    init: &'static str,
+    zsh_completions: &'static str,
+}
+
 /// Stages the files shared by the .deb and the .rpm under `root`.
-fn package_tree(binary: &Path, root: &Path, unit_dir: &str, init_dir: &str, doc: &str) -> Result<()> {
+fn package_tree(binary: &Path, share: &Path, root: &Path, dirs: &PackageDirs, doc: &str) -> Result<()> {
     let dist = workspace().join("dist");
+    let (unit_dir, init_dir) = (dirs.unit, dirs.init);
     binary_and_links(binary, &root.join("opt/aws/bin"))?;
+    package_share(share, &root.join("usr/share"), dirs.zsh_completions)?;
     copy(&dist.join("cfn-hup.service"), &root.join(unit_dir).join("cfn-hup.service"), 0o644)?;
     copy(&dist.join("init.d/cfn-hup"), &root.join(init_dir).join("cfn-hup"), 0o755)?;
     std::fs::create_dir_all(root.join(doc))?;
     Ok(())
 }
 
-fn deb(arch: &Arch, binary: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
+fn deb(arch: &Arch, binary: &Path, share: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
     let root = stage.join(format!("deb-{}", arch.deb));
-    package_tree(binary, &root, "lib/systemd/system", "etc/init.d", "usr/share/doc/cfn-bootstrap")?;
+    let dirs =
+        PackageDirs { unit: "lib/systemd/system", init: "etc/init.d", zsh_completions: "zsh/vendor-completions" };
+    package_tree(binary, share, &root, &dirs, "usr/share/doc/cfn-bootstrap")?;
     put(
         &root.join("usr/share/doc/cfn-bootstrap/copyright"),
         b"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
@@ -437,9 +524,11 @@ fn dir_size(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
-fn rpm(arch: &Arch, binary: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
+fn rpm(arch: &Arch, binary: &Path, share: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
     let tree = stage.join(format!("rpm-{}", arch.name));
-    package_tree(binary, &tree, "usr/lib/systemd/system", "etc/rc.d/init.d", "usr/share/doc/cfn-bootstrap")?;
+    let dirs =
+        PackageDirs { unit: "usr/lib/systemd/system", init: "etc/rc.d/init.d", zsh_completions: "zsh/site-functions" };
+    package_tree(binary, share, &tree, &dirs, "usr/share/doc/cfn-bootstrap")?;
     put(&tree.join("usr/share/doc/cfn-bootstrap/README"), readme(arch).as_bytes(), 0o644)?;
     put(&tree.join("usr/share/doc/cfn-bootstrap/LICENSE"), &license(), 0o644)?;
     let template = std::fs::read_to_string(workspace().join("dist/rpm/cfn-bootstrap.spec"))?;
