@@ -8,11 +8,12 @@
 #[path = "../xtask/src/fleet_sim.rs"]
 mod fleet_sim;
 
-use fleet_sim::{Fleet, Second, THROTTLED_HOUR};
+use fleet_sim::{Fleet, Second};
 use std::time::Duration;
 
 const AGENTS: u32 = 10_000;
 const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
 
 /// Sums over `seconds[from..to]` (in seconds of the run).
 fn total(seconds: &[Second], from: Duration, to: Duration) -> Second {
@@ -78,22 +79,22 @@ fn throttled_first_passes_retry_less_and_less_and_the_fleet_recovers() {
 /// cadence again.
 #[test]
 fn under_a_limit_below_its_needs_the_fleet_retries_less_each_interval_and_recovers_when_it_is_lifted() {
-    let fleet = Fleet::auto_scaling_group(AGENTS, Duration::from_secs(2 * 3600), 3).throttled_hour();
+    let fleet = Fleet::auto_scaling_group(AGENTS, Duration::from_secs(2 * 3600), 3).throttled_for(HOUR);
     let seconds = fleet_sim::simulate(&fleet);
     let per_interval: Vec<Second> = fleet_sim::per_span(&seconds, fleet.interval);
     eprintln!("per interval: {per_interval:?}");
-    let limited = THROTTLED_HOUR.as_secs() / fleet.interval.as_secs();
+    let limited = HOUR.as_secs() / fleet.interval.as_secs();
     let retries: Vec<u32> = per_interval[..limited as usize].iter().map(|i| i.retries).collect();
     assert!(retries.windows(2).all(|w| w[1] < w[0]), "{retries:?}");
     assert!(retries[retries.len() - 1] * 5 < retries[0], "{retries:?}");
     // The back-off does not leave the limit idle: from the second interval of the hour
     // on, over 90% of what it allowed was answered.
-    let rest = total(&seconds, fleet.interval, THROTTLED_HOUR);
+    let rest = total(&seconds, fleet.interval, HOUR);
     let answered = f64::from(rest.requests - rest.throttled);
-    let allowed = fleet.limits[0].1.rate * (THROTTLED_HOUR - fleet.interval).as_secs_f64();
+    let allowed = fleet.limits[0].1.rate * (HOUR - fleet.interval).as_secs_f64();
     assert!(answered > 0.9 * allowed && answered <= allowed + fleet.limits[0].1.burst, "{rest:?}, {allowed}");
     let last = fleet_sim::last_throttled(&seconds).expect("throttled");
-    assert!(last < THROTTLED_HOUR, "last Throttling at {last:?}");
-    let polling = rate(&seconds, THROTTLED_HOUR + 2 * fleet.interval, fleet.duration);
+    assert!(last < HOUR, "last Throttling at {last:?}");
+    let polling = rate(&seconds, HOUR + 2 * fleet.interval, fleet.duration);
     assert!((polling / fleet.mean_rate() - 1.0).abs() < 0.02, "{polling} a second, cadence {}", fleet.mean_rate());
 }

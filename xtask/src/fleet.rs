@@ -1,4 +1,4 @@
-//! `cargo xtask fleet [--agents N] [--hours H] [--seed S]`: a fleet of cfn-hup services
+//! `cargo xtask fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]`: a fleet of cfn-hup services
 //! started together, in virtual time, with the service's own scheduling code
 //! (xtask/src/fleet_sim.rs, shared with tests/fleet.rs): how evenly its polls are spread
 //! once every instance is on its cadence, and how its retries decay when CloudFormation
@@ -13,30 +13,40 @@ mod fleet_sim;
 
 use fleet_sim::Fleet;
 
+const USAGE: &str = "cargo xtask fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]";
+
 struct Options {
     agents: u32,
     hours: f64,
+    /// How long CloudFormation answers only half of what the fleet needs.
+    throttled_minutes: u64,
     seed: u64,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
-    let mut options = Options { agents: 10_000, hours: 3.0, seed: 1 };
+    let mut options = Options { agents: 10_000, hours: 3.0, throttled_minutes: 60, seed: 1 };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| anyhow!("{arg} needs a number"));
         match arg.as_str() {
             "--agents" => options.agents = value()?.parse().map_err(|_| anyhow!("--agents: not a number"))?,
             "--hours" => options.hours = value()?.parse().map_err(|_| anyhow!("--hours: not a number"))?,
+            "--throttled-minutes" => {
+                options.throttled_minutes =
+                    value()?.parse().map_err(|_| anyhow!("--throttled-minutes: not a number"))?
+            }
             "--seed" => options.seed = value()?.parse().map_err(|_| anyhow!("--seed: not a number"))?,
-            other => bail!("unknown option {other} (usage: cargo xtask fleet [--agents N] [--hours H] [--seed S])"),
+            other => bail!("unknown option {other} (usage: {USAGE})"),
         }
     }
     if !(1..=1_000_000).contains(&options.agents) {
         bail!("--agents must be between 1 and 1000000");
     }
-    // The throttled hour, and time after it to recover.
-    if !(options.hours.is_finite() && (2.0..=24.0 * 30.0).contains(&options.hours)) {
-        bail!("--hours must be between 2 and 720");
+    if !(options.hours.is_finite() && (1.0..=24.0 * 30.0).contains(&options.hours)) {
+        bail!("--hours must be between 1 and 720");
+    }
+    if !(1..=720 * 60).contains(&options.throttled_minutes) {
+        bail!("--throttled-minutes must be between 1 and 43200");
     }
     Ok(options)
 }
@@ -54,7 +64,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         fleet.seed
     );
     spread(&fleet);
-    throttling(&fleet);
+    throttling(&fleet, Duration::from_secs(options.throttled_minutes * 60));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -74,7 +84,7 @@ fn spread(fleet: &Fleet) {
     println!("  busiest 60 s / mean       {:>10.2}   {:>10.2}", spread.peak_minute, spread.ideal_peak_minute);
 }
 
-fn throttling(fleet: &Fleet) {
+fn throttling(fleet: &Fleet, limited: Duration) {
     let minute = Duration::from_secs(60);
     let throttled = fleet.throttled_start();
     let limit = throttled.limits[0].1;
@@ -88,16 +98,17 @@ fn throttling(fleet: &Fleet) {
     table(&seconds, minute, 6);
     summary(fleet, &seconds);
 
-    let throttled = fleet.throttled_hour();
+    let throttled = fleet.throttled_for(limited);
     let seconds = fleet_sim::simulate(&throttled);
     println!(
-        "\nThrottled hour: CloudFormation answers {:.1} requests a second (bursts of {:.0}) for {} min, {:.1} after that",
+        "\nThrottled for {} min: CloudFormation answers {:.1} requests a second (bursts of {:.0}), {:.1} after that",
+        limited.as_secs() / 60,
         throttled.limits[0].1.rate,
         throttled.limits[0].1.burst,
-        fleet_sim::THROTTLED_HOUR.as_secs() / 60,
         throttled.limits[1].1.rate,
     );
-    table(&seconds, fleet.interval, 12);
+    // The limited time and eight intervals after it (the longest back-off).
+    table(&seconds, fleet.interval, (limited.as_secs() / fleet.interval.as_secs()) as usize + 8);
     summary(fleet, &seconds);
 }
 

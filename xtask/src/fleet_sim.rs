@@ -73,10 +73,10 @@ impl Fleet {
         Fleet { limits: vec![(Duration::ZERO, self.bucket(2.0))], ..self.clone() }
     }
 
-    /// CloudFormation answers only half the fleet's mean rate for an hour (a limit
+    /// CloudFormation answers only half the fleet's mean rate for `limited` (a limit
     /// shared with other work, say), twice after that.
-    pub fn throttled_hour(&self) -> Fleet {
-        Fleet { limits: vec![(Duration::ZERO, self.bucket(0.5)), (THROTTLED_HOUR, self.bucket(2.0))], ..self.clone() }
+    pub fn throttled_for(&self, limited: Duration) -> Fleet {
+        Fleet { limits: vec![(Duration::ZERO, self.bucket(0.5)), (limited, self.bucket(2.0))], ..self.clone() }
     }
 }
 
@@ -251,9 +251,6 @@ pub fn per_span(seconds: &[Second], span: Duration) -> Vec<Second> {
         })
         .collect()
 }
-
-/// How long the limit of [`Fleet::throttled_hour`] lasts.
-pub const THROTTLED_HOUR: Duration = Duration::from_secs(3600);
 
 /// When the last `Throttling` answer was given (to the second), if any was.
 pub fn last_throttled(seconds: &[Second]) -> Option<Duration> {

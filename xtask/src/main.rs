@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         Some("fleet") => fleet::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | fleet [--agents N] [--hours H] [--seed S]>"
+                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]>"
             );
             return ExitCode::from(2);
         }
