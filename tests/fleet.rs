@@ -11,7 +11,7 @@ mod fleet_sim;
 use fleet_sim::{Fleet, Second};
 use std::time::Duration;
 
-const AGENTS: u32 = 10_000;
+const INSTANCES: u32 = 10_000;
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -33,7 +33,7 @@ fn rate(seconds: &[Second], from: Duration, to: Duration) -> f64 {
 /// do better: at 11 a second the busiest of 9,000 seconds is over twice the mean).
 #[test]
 fn a_fleet_started_together_spreads_its_polls_over_the_interval() {
-    let fleet = Fleet::auto_scaling_group(AGENTS, Duration::from_secs(3 * 3600), 1);
+    let fleet = Fleet::auto_scaling_group(INSTANCES, Duration::from_secs(3 * 3600), 1);
     let seconds = fleet_sim::simulate(&fleet);
     let spread = fleet_sim::spread(&seconds, fleet.first_interval_end(), fleet.seed);
     eprintln!("{spread:?}");
@@ -54,7 +54,7 @@ fn a_fleet_started_together_spreads_its_polls_over_the_interval() {
 /// first pass, the fleet came back in lockstep and was throttled every interval.)
 #[test]
 fn throttled_first_passes_retry_less_and_less_and_the_fleet_recovers() {
-    let fleet = Fleet::auto_scaling_group(AGENTS, Duration::from_secs(3600), 2).throttled_start();
+    let fleet = Fleet::auto_scaling_group(INSTANCES, Duration::from_secs(3600), 2).throttled_start();
     let seconds = fleet_sim::simulate(&fleet);
     let per_minute: Vec<u32> = fleet_sim::per_span(&seconds, MINUTE).iter().map(|m| m.retries).collect();
     eprintln!("retries per minute: {per_minute:?}");
@@ -79,7 +79,7 @@ fn throttled_first_passes_retry_less_and_less_and_the_fleet_recovers() {
 /// cadence again.
 #[test]
 fn under_a_limit_below_its_needs_the_fleet_retries_less_each_interval_and_recovers_when_it_is_lifted() {
-    let fleet = Fleet::auto_scaling_group(AGENTS, Duration::from_secs(2 * 3600), 3).throttled_for(HOUR);
+    let fleet = Fleet::auto_scaling_group(INSTANCES, Duration::from_secs(2 * 3600), 3).throttled_for(HOUR);
     let seconds = fleet_sim::simulate(&fleet);
     let per_interval: Vec<Second> = fleet_sim::per_span(&seconds, fleet.interval);
     eprintln!("per interval: {per_interval:?}");

@@ -16,6 +16,7 @@ use fleet_sim::Fleet;
 const USAGE: &str = "cargo xtask fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]";
 
 struct Options {
+    /// How many instances, each with its cfn-hup.
     agents: u32,
     hours: f64,
     /// How long CloudFormation answers only half of what the fleet needs.
@@ -57,7 +58,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let fleet = Fleet::auto_scaling_group(options.agents, duration, options.seed);
     println!(
         "Fleet: {} cfn-hup services, interval {} min, started within {} s, {} h in virtual time (seed {})",
-        fleet.agents,
+        fleet.instances,
         fleet.interval.as_secs() / 60,
         fleet.boot_spread.as_secs(),
         options.hours,
@@ -93,7 +94,7 @@ fn throttling(fleet: &Fleet, limited: Duration) {
         "\nThrottled start: CloudFormation answers {:.1} requests a second (bursts of {:.0}); the first passes come at {:.0} a second",
         limit.rate,
         limit.burst,
-        f64::from(fleet.agents) / fleet.boot_spread.as_secs_f64()
+        f64::from(fleet.instances) / fleet.boot_spread.as_secs_f64()
     );
     table(&seconds, minute, 6);
     summary(fleet, &seconds);

@@ -1,15 +1,15 @@
-//! A fleet of cfn-hup services in virtual time (issue 13): `agents` instances started
-//! together, as an Auto Scaling group starts them, each polling DescribeStackResource
-//! with the service's own scheduling code — [`Schedule`] for the cadence and its
+//! A fleet of cfn-hup services in virtual time (issue 13): instances started together,
+//! as an Auto Scaling group starts them, each polling DescribeStackResource with the
+//! service's own scheduling code — [`Schedule`] for the cadence and its
 //! throttling back-off, [`Attempts`] under the service's retry policy for the tries
 //! within a pass, [`Verdict::of_remote`] for what a `Throttling` answer is — against a
 //! CloudFormation modelled as a token bucket that answers `Throttling` beyond its rate.
 //! Shared by `cargo xtask fleet` and tests/fleet.rs (which includes this file with
 //! `#[path]`).
 //!
-//! Virtual time: every instant is one base instant plus a duration, and the agents'
-//! requests are handled in time order from one queue, so an agent needs no thread and
-//! no sleep. The scheduling code draws its jitter from fastrand's generator of the
+//! Virtual time: every instant is one base instant plus a duration, and the instances'
+//! requests are handled in time order from one queue, so an instance needs no thread
+//! and no sleep. The scheduling code draws its jitter from fastrand's generator of the
 //! calling thread, which [`simulate`] seeds: a run is repeatable.
 #![allow(dead_code)]
 
@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 /// What is simulated.
 #[derive(Debug, Clone)]
 pub struct Fleet {
-    pub agents: u32,
+    /// How many instances, each with its cfn-hup.
+    pub instances: u32,
     /// cfn-hup's `interval`.
     pub interval: Duration,
     /// The instances start at random within this time (each cfn-hup's first pass).
@@ -37,11 +38,11 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// `agents` instances started within two minutes, polling every 15 minutes (the
+    /// `instances` started within two minutes, polling every 15 minutes (the
     /// default interval).
-    pub fn auto_scaling_group(agents: u32, duration: Duration, seed: u64) -> Fleet {
+    pub fn auto_scaling_group(instances: u32, duration: Duration, seed: u64) -> Fleet {
         Fleet {
-            agents,
+            instances,
             interval: Duration::from_secs(15 * 60),
             boot_spread: Duration::from_secs(120),
             duration,
@@ -55,10 +56,10 @@ impl Fleet {
         self.boot_spread + self.interval
     }
 
-    /// The fleet's polls on its cadence: one DescribeStackResource per agent per
+    /// The fleet's polls on its cadence: one DescribeStackResource per instance per
     /// interval, a second.
     pub fn mean_rate(&self) -> f64 {
-        f64::from(self.agents) / self.interval.as_secs_f64()
+        f64::from(self.instances) / self.interval.as_secs_f64()
     }
 
     /// A limit of `share` of the fleet's mean rate, in bursts of two seconds' worth.
@@ -139,7 +140,7 @@ pub struct Second {
 }
 
 /// One simulated service: its cadence, and the tries of the pass it is in.
-struct Agent {
+struct Instance {
     schedule: Option<Schedule>,
     pass: Option<Attempts>,
 }
@@ -151,33 +152,33 @@ pub fn simulate(fleet: &Fleet) -> Vec<Second> {
     let mut seconds = vec![Second::default(); fleet.duration.as_secs() as usize];
     let end = base + Duration::from_secs(seconds.len() as u64);
     let mut limiter = Limiter::new(&fleet.limits, base);
-    // Each agent's next request, earliest first (ties: the lower agent number).
+    // Each instance's next request, earliest first (ties: the lower number).
     let mut queue: BinaryHeap<Reverse<(Instant, u32)>> =
-        (0..fleet.agents).map(|agent| Reverse((base + fleet.boot_spread.mul_f64(fastrand::f64()), agent))).collect();
-    let mut agents: Vec<Agent> = (0..fleet.agents).map(|_| Agent { schedule: None, pass: None }).collect();
+        (0..fleet.instances).map(|id| Reverse((base + fleet.boot_spread.mul_f64(fastrand::f64()), id))).collect();
+    let mut instances: Vec<Instance> = (0..fleet.instances).map(|_| Instance { schedule: None, pass: None }).collect();
     // A `Throttling` answer, as the service classifies it.
     let throttling = Verdict::of_remote(400, "Throttling", true);
     while let Some(Reverse((now, id))) = queue.pop() {
         if now >= end {
             break;
         }
-        let agent = &mut agents[id as usize];
+        let instance = &mut instances[id as usize];
         // The first pass starts the cadence (as the service does after its first pass).
-        let schedule = agent.schedule.get_or_insert_with(|| Schedule::new(fleet.interval, now));
-        let pass = agent.pass.get_or_insert_with(|| Attempts::new(&SERVICE_RETRY, now));
+        let schedule = instance.schedule.get_or_insert_with(|| Schedule::new(fleet.interval, now));
+        let pass = instance.pass.get_or_insert_with(|| Attempts::new(&SERVICE_RETRY, now));
         let second = &mut seconds[(now - base).as_secs() as usize];
         second.requests += 1;
         second.retries += u32::from(pass.failed() > 0);
         let answered = limiter.take(now);
         let next = if answered {
-            agent.pass = None;
+            instance.pass = None;
             now + schedule.next_wait(now, false)
         } else {
             second.throttled += 1;
             match pass.after_failure(throttling, now) {
                 Some(delay) => now + delay,
                 None => {
-                    agent.pass = None;
+                    instance.pass = None;
                     now + schedule.next_wait(now, true)
                 }
             }
@@ -198,7 +199,7 @@ pub struct Spread {
     pub peak_minute: f64,
     /// The same number of requests at independent uniformly random times over the same
     /// span (per-second counts binomial, nearly Poisson): its busiest second over the
-    /// mean, averaged over a few draws — the floor of any schedule whose agents choose
+    /// mean, averaged over a few draws — the floor of any schedule whose instances choose
     /// their times independently.
     pub ideal_peak_second: f64,
     /// …and its busiest 60 s over the mean.
