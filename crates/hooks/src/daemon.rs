@@ -322,7 +322,8 @@ pub fn set_umask(umask: u32) {
 /// reference's did (it waited a full interval after each pass ended), and a jitter of
 /// ±30 s cannot spread passes that start within two minutes over fifteen. With random
 /// phases a fleet's polls are spread evenly over the interval from the second pass on
-/// (`cargo xtask fleet` measures it), and a change is still noticed within one interval.
+/// (`cargo xtask fleet` measures it), and the first periodic pass comes no later than it
+/// did (one interval after the first pass, ± the jitter).
 #[derive(Debug, Clone)]
 pub struct Schedule {
     interval: Duration,
