@@ -58,6 +58,43 @@ pub fn delay_before(attempt: u32) -> Duration {
     Duration::from_secs_f64(fastrand::f64() * ceiling.min(20.0))
 }
 
+/// The decisions of [`run`] without its clock and its sleeps: whether a failed attempt
+/// is tried again, and after how long. Kept apart so that a caller with a clock of its
+/// own (the fleet simulation, in virtual time) makes exactly the decisions `run` makes.
+#[derive(Debug, Clone)]
+pub struct Attempts {
+    started: Instant,
+    throttled_budget: Duration,
+    allowed: u32,
+    failed: u32,
+}
+
+impl Attempts {
+    /// A call under `policy` whose first attempt starts at `started`.
+    pub fn new(policy: &Policy, started: Instant) -> Attempts {
+        Attempts { started, throttled_budget: policy.throttled_budget, allowed: policy.max_tries.max(1), failed: 0 }
+    }
+
+    /// How many attempts have failed so far.
+    pub fn failed(&self) -> u32 {
+        self.failed
+    }
+
+    /// After an attempt that failed at `now` with `verdict`: the jittered delay before
+    /// the next attempt, or `None` when the call gives up.
+    pub fn after_failure(&mut self, verdict: Verdict, now: Instant) -> Option<Duration> {
+        self.failed += 1;
+        match verdict {
+            Verdict::Terminal => return None,
+            Verdict::Throttled if now.saturating_duration_since(self.started) < self.throttled_budget => {
+                self.allowed = self.allowed.max(self.failed + 1)
+            }
+            _ => {}
+        }
+        (self.failed < self.allowed).then(|| delay_before(self.failed))
+    }
+}
+
 /// Runs `attempt` until it succeeds, fails terminally or the policy gives up; the last
 /// error is returned. `describe` names the operation in the log.
 pub fn run<T, E: std::fmt::Display>(
@@ -66,31 +103,19 @@ pub fn run<T, E: std::fmt::Display>(
     mut attempt: impl FnMut() -> Result<T, E>,
     classify: impl Fn(&E) -> Verdict,
 ) -> Result<T, E> {
-    let started = Instant::now();
-    let mut allowed = policy.max_tries.max(1);
-    let mut index = 0;
+    let mut attempts = Attempts::new(policy, Instant::now());
     loop {
-        if index > 0 {
-            let delay = delay_before(index);
-            tracing::debug!("Sleeping for {:.6} seconds before retrying", delay.as_secs_f64());
-            (policy.sleep)(delay);
-        }
         let error = match attempt() {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        index += 1;
-        let verdict = classify(&error);
         // Every failed attempt is logged at ERROR, as the reference does.
-        tracing::error!("{describe} failed (attempt {index}): {error}");
-        match verdict {
-            Verdict::Terminal => return Err(error),
-            Verdict::Throttled if started.elapsed() < policy.throttled_budget => allowed = allowed.max(index + 1),
-            _ => {}
-        }
-        if index >= allowed {
+        tracing::error!("{describe} failed (attempt {}): {error}", attempts.failed() + 1);
+        let Some(delay) = attempts.after_failure(classify(&error), Instant::now()) else {
             return Err(error);
-        }
+        };
+        tracing::debug!("Sleeping for {:.6} seconds before retrying", delay.as_secs_f64());
+        (policy.sleep)(delay);
     }
 }
 
@@ -139,6 +164,23 @@ mod tests {
         // With budget, throttling goes past the five tries.
         let patient = policy(5, Duration::from_secs(3600));
         assert_eq!(count_attempts(&patient, &[Throttled], Some(12)), (13, true));
+    }
+
+    #[test]
+    fn the_throttled_budget_is_counted_on_the_callers_clock() {
+        let start = Instant::now();
+        let mut attempts = Attempts::new(&policy(2, Duration::from_secs(60)), start);
+        let at = |s: u64| start + Duration::from_secs(s);
+        // Within the budget, throttling is tried again past the two tries…
+        for s in [1, 10, 59] {
+            let delay = attempts.after_failure(Verdict::Throttled, at(s)).expect("retried");
+            assert!(delay <= Duration::from_secs(20), "{delay:?}");
+        }
+        // …and once it is spent (virtual time, not the wall clock), the call gives up.
+        assert_eq!(attempts.after_failure(Verdict::Throttled, at(61)), None);
+        assert_eq!(attempts.failed(), 4);
+        let mut attempts = Attempts::new(&policy(5, Duration::from_secs(60)), start);
+        assert_eq!(attempts.after_failure(Verdict::Terminal, at(0)), None);
     }
 
     #[test]

@@ -311,14 +311,27 @@ pub fn set_umask(umask: u32) {
     unsafe { libc::umask(umask as libc::mode_t) };
 }
 
-/// The polling cadence: passes are due every `interval` from the first one (no drift),
-/// each moved by a random jitter so that a fleet does not poll in lockstep, and spaced
+/// The polling cadence (HUP-RUN-03): the first pass at once, then passes every
+/// `interval` on a fixed cadence (no drift), each moved by a random jitter, and spaced
 /// out further while CloudFormation throttles.
+///
+/// The cadence starts at a random phase: the first periodic pass comes at a random point
+/// of the first interval, and the later ones keep that phase. Instances started together
+/// (an Auto Scaling group boots its instances within a minute or two) would otherwise
+/// poll in lockstep for as long as they run: a fixed cadence does not drift apart as the
+/// reference's did (it waited a full interval after each pass ended), and a jitter of
+/// ±30 s cannot spread passes that start within two minutes over fifteen. With random
+/// phases a fleet's polls are spread evenly over the interval from the second pass on
+/// (`cargo xtask fleet` measures it), and the first periodic pass comes no later than it
+/// did (one interval after the first pass, ± the jitter).
 #[derive(Debug, Clone)]
 pub struct Schedule {
     interval: Duration,
     jitter: Duration,
-    next_due: Instant,
+    /// The next slot of the cadence not taken yet.
+    next_slot: Instant,
+    /// Consecutive throttled passes.
+    throttled_passes: u32,
 }
 
 /// The largest jitter: ±30 s, as the 2.0 line documents, but never more than a
@@ -330,26 +343,32 @@ pub fn max_jitter(interval: Duration) -> Duration {
 impl Schedule {
     /// `first_pass` is when the first (immediate) pass started.
     pub fn new(interval: Duration, first_pass: Instant) -> Schedule {
-        Schedule { interval, jitter: max_jitter(interval), next_due: first_pass }
+        Schedule::with_phase(interval, first_pass, interval.mul_f64(fastrand::f64()))
+    }
+
+    /// The first periodic slot `phase` after the first pass.
+    fn with_phase(interval: Duration, first_pass: Instant, phase: Duration) -> Schedule {
+        Schedule { interval, jitter: max_jitter(interval), next_slot: first_pass + phase, throttled_passes: 0 }
     }
 
     pub fn interval(&self) -> Duration {
         self.interval
     }
 
-    /// How long to sleep after a pass. After `throttled_passes` consecutive throttled
-    /// passes, 1, 3 or 7 slots are left out (at most 8× the interval between polls).
-    pub fn next_wait(&mut self, now: Instant, throttled_passes: u32) -> Duration {
-        let slots = 1u32 << throttled_passes.min(3);
-        self.next_due += self.interval;
+    /// How long to sleep after a pass that ended at `now`. After 1, 2 or 3 (and more)
+    /// consecutive throttled passes, 1, 3 or 7 slots are left out (at most 8× the
+    /// interval between polls).
+    pub fn next_wait(&mut self, now: Instant, throttled: bool) -> Duration {
+        self.throttled_passes = if throttled { self.throttled_passes.saturating_add(1) } else { 0 };
         // A pass that overran its slot: keep the cadence, skip the missed slots.
-        while self.next_due + self.jitter <= now {
-            self.next_due += self.interval;
+        while self.next_slot + self.jitter <= now {
+            self.next_slot += self.interval;
         }
         // Throttled: leave out slots after the next one, however long the pass took.
-        self.next_due += self.interval * (slots - 1);
+        let slot = self.next_slot + self.interval * ((1u32 << self.throttled_passes.min(3)) - 1);
+        self.next_slot = slot + self.interval;
         let offset = self.jitter.mul_f64(fastrand::f64() * 2.0);
-        (self.next_due + offset).saturating_duration_since(now + self.jitter)
+        (slot + offset).saturating_duration_since(now + self.jitter)
     }
 }
 
@@ -403,35 +422,59 @@ mod tests {
         assert_eq!(max_jitter(Duration::from_secs(15 * 60)), Duration::from_secs(30));
         assert_eq!(max_jitter(interval), Duration::from_secs(15));
         let start = Instant::now();
-        let mut s = Schedule::new(interval, start);
-        // A pass that took 10 s: the next one is still due 60 s after the first, ± jitter.
+        let within_jitter =
+            |at: Instant, due: Instant| at + Duration::from_secs(15) >= due && at <= due + Duration::from_secs(15);
+        // Passes that take 10 s: pass k is still due 20 s + (k − 1) intervals after the
+        // first, ± jitter.
+        let phase = Duration::from_secs(20);
+        let mut s = Schedule::with_phase(interval, start, phase);
+        let mut slot = start + phase;
+        let mut now = start + Duration::from_secs(10);
         for k in 1..=20u32 {
-            let now = start + interval * (k - 1) + Duration::from_secs(10);
-            let wait = s.next_wait(now, 0);
-            let at = now + wait;
-            let due = start + interval * k;
-            assert!(at + Duration::from_secs(15) >= due && at <= due + Duration::from_secs(15), "pass {k}");
+            let at = now + s.next_wait(now, false);
+            assert!(within_jitter(at, slot), "pass {k}");
+            slot += interval;
+            now = at + Duration::from_secs(10);
         }
         let mut jitters = std::collections::HashSet::new();
-        let mut s = Schedule::new(interval, start);
+        let mut s = Schedule::with_phase(interval, start, interval);
         for k in 1..=10u32 {
-            jitters.insert(s.next_wait(start + interval * (k - 1), 0).as_millis());
+            jitters.insert(s.next_wait(start + interval * (k - 1), false).as_millis());
         }
         assert!(jitters.len() > 5, "the jitter varies: {jitters:?}");
-        // Throttled: 2, 4, 8, 8 intervals.
-        let mut s = Schedule::new(interval, start);
+        // Throttled: 2, 4, 8, 8 intervals; then the cadence again.
+        let mut s = Schedule::with_phase(interval, start, interval);
         let (mut now, mut due) = (start, start);
-        for (streak, slots) in [(1, 2), (2, 4), (3, 8), (4, 8)] {
+        for (throttled, slots) in [(true, 2), (true, 4), (true, 8), (true, 8), (false, 1), (false, 1)] {
             due += interval * slots;
-            now += s.next_wait(now, streak);
-            assert!(now + Duration::from_secs(15) >= due && now <= due + Duration::from_secs(15), "streak {streak}");
+            now += s.next_wait(now, throttled);
+            assert!(within_jitter(now, due), "{slots} slots");
         }
         // An overrun pass skips the missed slots instead of running back to back.
-        let mut s = Schedule::new(interval, start);
-        let wait = s.next_wait(start + Duration::from_secs(200), 0);
+        let mut s = Schedule::with_phase(interval, start, interval);
+        let wait = s.next_wait(start + Duration::from_secs(200), false);
         assert!(wait <= Duration::from_secs(55) && wait >= Duration::from_secs(25), "{wait:?}");
-        // …but a long throttled pass still leaves out its slots.
-        let wait = s.next_wait(start + Duration::from_secs(450), 2);
-        assert!(wait >= Duration::from_secs(3 * 60 - 15), "{wait:?}");
+        // …but a long throttled pass still leaves out its slot (the next is at 480 s).
+        let wait = s.next_wait(start + Duration::from_secs(450), true);
+        assert!(wait >= Duration::from_secs(540 - 450 - 15), "{wait:?}");
+    }
+
+    /// The first periodic pass comes at a random point of the first interval (never
+    /// later than one interval and the jitter), so that instances started together do
+    /// not poll together.
+    #[test]
+    fn the_cadence_starts_at_a_random_phase() {
+        let interval = Duration::from_secs(900);
+        let start = Instant::now();
+        let mut per_minute = [0u32; 16];
+        for _ in 0..3000 {
+            let wait = Schedule::new(interval, start).next_wait(start, false);
+            assert!(wait <= interval + Duration::from_secs(30), "{wait:?}");
+            per_minute[(wait.as_secs() / 60) as usize] += 1;
+        }
+        // 200 a minute on average (the 16th minute holds only the jitter's overhang).
+        for (minute, count) in per_minute[..15].iter().enumerate() {
+            assert!((120..=280).contains(count), "minute {minute}: {per_minute:?}");
+        }
     }
 }

@@ -62,7 +62,7 @@ const MIN_TEST_INTERVAL: Duration = Duration::from_millis(50);
 /// Within a service pass: three tries (the next pass is a retry too), throttling
 /// included — a throttled pass makes the schedule leave out polls instead; sleeps end
 /// early on SIGTERM.
-const SERVICE_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: shutdown::sleep };
+pub const SERVICE_RETRY: Policy = Policy { max_tries: 3, throttled_budget: Duration::ZERO, sleep: shutdown::sleep };
 /// The listener's SQS retries in the service: SendMessage's 25 tries, with sleeps that
 /// end early on SIGTERM.
 const SERVICE_SQS_RETRY: Policy = Policy { sleep: shutdown::sleep, ..Policy::SQS_SEND };
@@ -369,7 +369,6 @@ impl Running {
             self.every
         );
         let mut health = Health::Ok;
-        let mut throttled_passes = 0u32;
         let mut last_alive: Option<Instant> = None;
         // A pass that SIGTERM interrupted, still ending.
         let mut stopping_pass = None;
@@ -391,10 +390,8 @@ impl Running {
                 if !same_kind(&now_health, &health) {
                     log_health_change(&now_health);
                 }
-                throttled_passes =
-                    if matches!(now_health, Health::Throttled(_)) { throttled_passes.saturating_add(1) } else { 0 };
+                let wait = schedule.next_wait(Instant::now(), matches!(now_health, Health::Throttled(_)));
                 health = now_health;
-                let wait = schedule.next_wait(Instant::now(), throttled_passes);
                 tracing::debug!("Next pass in {:.3} s", wait.as_secs_f64());
                 let due = tokio::time::Instant::now() + wait;
                 loop {
