@@ -9,9 +9,9 @@
 //! than failing or touching the leftover.
 //!
 //! Leftovers are removed by [`remove_stale`] the first time a process writes into a
-//! directory: one `readdir` per directory and run. Only names whose process no longer
-//! exists go (`kill(pid, 0)` says `ESRCH`): a cfn-init or cfn-hup running beside this
-//! one keeps its files, and this process's own names are never taken for leftovers.
+//! directory: one `readdir` per directory and run. Only names whose process has ended
+//! go (no `/proc/<pid>`, or a zombie): a cfn-init or cfn-hup running beside this one
+//! keeps its files, and this process's own names are never taken for leftovers.
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -75,10 +75,28 @@ fn maker(name: &[u8]) -> Option<i32> {
     std::str::from_utf8(pid).ok()?.parse().ok()
 }
 
-/// Whether no process has this pid (a zombie, a process of another user: still one).
+/// Whether the process with this pid has ended: there is none, or only its zombie (a
+/// killed cfn-init's parent died with it, and whoever inherits it may reap it late).
 fn gone(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    pid > 0 && unsafe { libc::kill(pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        // `<pid> (<comm>) <state> …`: the name may hold anything, the state follows the
+        // last parenthesis.
+        Ok(stat) => stat
+            .iter()
+            .rposition(|b| *b == b')')
+            .and_then(|end| stat.get(end + 2))
+            .is_some_and(|state| matches!(state, b'Z' | b'X')),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        // No /proc to read: a process that cannot be signalled does not exist.
+        Err(_) => {
+            // SAFETY: signal 0 only checks that the process exists.
+            let signalled = unsafe { libc::kill(pid, 0) };
+            signalled != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        }
+    }
 }
 
 /// Removes the temporary files of processes that no longer run from the directory
@@ -174,6 +192,22 @@ mod tests {
         }
         let failed = create_beside(OsStr::new("t"), |_| Err::<(), _>(io::Error::other("no")));
         assert_eq!(failed.err().unwrap().to_string(), "no");
+    }
+
+    #[test]
+    fn a_zombie_has_ended_and_a_running_process_has_not() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped yet: a zombie once it has exited.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !gone(pid) {
+            assert!(std::time::Instant::now() < deadline, "{pid} never became a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::fs::metadata(format!("/proc/{pid}")).is_ok(), "still there, as a zombie");
+        drop(child);
+        assert!(!gone(std::process::id() as i32));
+        assert!(!gone(0) && !gone(-1));
     }
 
     #[test]
