@@ -2,6 +2,7 @@
 //! `cargo xtask demo` (the main job, end to end, against the local AWS emulator).
 
 mod bench;
+mod crash;
 mod demo;
 mod dist;
 mod emulator;
@@ -19,9 +20,10 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
+        Some("crash") => crash::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64]>"
+                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | crash [--kills N] [--seed S]>"
             );
             return ExitCode::from(2);
         }
