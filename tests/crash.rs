@@ -16,9 +16,12 @@
 //!   and the next, unkilled pass stores exactly the stack's values. Its sandbox is on
 //!   the disk, where the state files' syncs take time for kills to land in.
 //!
-//! Kill moments are drawn uniformly over the length of an unkilled run, measured first,
-//! so they land all along the run; the whole process group is killed (cfn-hup with the
-//! action and cfn-init it runs). A run that ended before its kill is not counted.
+//! Kill moments are drawn uniformly over the length of an unkilled run (the median of
+//! the last ones: measured first, then every eighth run is left to finish, and must
+//! succeed), so they land all along the run; the whole process group is killed
+//! (cfn-hup with the action and cfn-init it runs). A run that ended before its kill is
+//! not counted. The files and sources scenarios run on a tmpfs (`Sandbox::in_memory`):
+//! what a kill leaves is the same, and cfn-init's `syncfs` does not wait for the disk.
 //!
 //! By default the three tests make 210 kills (`cargo test --test crash`). `CFN_CRASH_KILLS`
 //! asks for a total shared among them (`cargo xtask crash --kills N`), and `CFN_CRASH_SEED`
