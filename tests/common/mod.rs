@@ -50,7 +50,19 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Sandbox::at(tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// A sandbox on a tmpfs (/dev/shm, when there is one), for tests that run cfn-init
+    /// hundreds of times: its files section ends with a `syncfs`, which on a disk takes
+    /// as long as whatever other processes have left to write, not what the test wrote.
+    pub fn in_memory() -> Sandbox {
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() };
+        Sandbox::at(dir.expect("temp dir"))
+    }
+
+    fn at(dir: tempfile::TempDir) -> Sandbox {
         for sub in ["bin", "log", "lib", "etc", "run"] {
             std::fs::create_dir(dir.path().join(sub)).unwrap();
         }

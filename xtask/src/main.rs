@@ -1,7 +1,9 @@
-//! Project tasks: `cargo xtask test` (everything the tests need, then all tests) and
-//! `cargo xtask demo` (the main job, end to end, against the local AWS emulator).
+//! Project tasks: `cargo xtask test` (everything the tests need, then all tests),
+//! `cargo xtask demo` (the main job, end to end, against the local AWS emulator), and
+//! the longer checks and measurements the tests run a short version of (see `USAGE`).
 
 mod bench;
+mod crash;
 mod demo;
 mod dist;
 mod emulator;
@@ -13,6 +15,14 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+const USAGE: &str = "usage: cargo xtask <task>
+  test [cargo test args...]
+  demo
+  bench [--vs PREFIX] [--runs N] [--quick]
+  dist [--skip-aarch64]
+  crash [--kills N] [--seed S]
+  fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -20,11 +30,10 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
+        Some("crash") => crash::run(&args[1..]),
         Some("fleet") => fleet::run(&args[1..]),
         _ => {
-            eprintln!(
-                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]>"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };

@@ -5,7 +5,14 @@
 //! previous file untouched and no partial file behind (the reference truncated in
 //! place, BUG-PARTIAL). The previous version is kept as `<path>.bak` (an older one moves
 //! to `.bak2` meanwhile, as in the reference) by a hard link, so the path never goes
-//! missing.
+//! missing; a previous directory (or a file that cannot be hard-linked) is exchanged
+//! with the new file in one `renameat2(RENAME_EXCHANGE)` and then moved to `.bak`.
+//!
+//! So a run killed at any moment (SIGKILL, tests/crash.rs) leaves every target with its
+//! old or its new content in full, and every `.bak`/`.bak2` with a whole previous
+//! version. What it can leave is a temporary file, hidden and named after its target
+//! (`.<name>.<pid>.<n>.cfn-tmp`, [`cfn_host::temp_files`]); the next run removes those
+//! of processes that no longer exist from each directory it writes in.
 //!
 //! Durability: one `syncfs` per file system at the end of the section makes the new
 //! files and the renames durable together; it runs in the background
@@ -19,12 +26,13 @@ use crate::environment::Environment;
 use crate::model::{self, Content, FileSpec};
 use crate::parent_dir::{Entry, ParentDir, open_parent};
 use base64::Engine;
-use cfn_host::users;
+use cfn_host::{temp_files, users};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{Read, Seek, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -94,8 +102,9 @@ struct Backup<'a> {
     bak: OsString,
     bak2: OsString,
     previous: Option<Previous>,
-    /// The previous entry was renamed away (a directory) rather than linked.
-    renamed: bool,
+    /// The previous entry could not be hard-linked as `.bak` (a directory, or a file
+    /// system without hard links): it moves there when the new entry takes its place.
+    set_aside: bool,
 }
 
 impl<'a> Backup<'a> {
@@ -103,7 +112,7 @@ impl<'a> Backup<'a> {
         let bak = with_suffix(name, ".bak");
         let bak2 = with_suffix(name, ".bak2");
         let (path, bak_path, bak2_path) = (dir.show(name), dir.show(&bak), dir.show(&bak2));
-        let mut backup = Backup { dir, name: name.into(), bak, bak2, previous: None, renamed: false };
+        let mut backup = Backup { dir, name: name.into(), bak, bak2, previous: None, set_aside: false };
         let Ok(entry) = dir.entry(name) else {
             return Ok(backup);
         };
@@ -117,28 +126,47 @@ impl<'a> Backup<'a> {
                 .map_err(|e| format!("Could not rename {}: {e}", bak_path.display()))?;
         }
         moved(&path, &bak_path);
-        // A hard link keeps the file in place until the new one is renamed over it;
-        // a directory has to move away.
-        let renamed = entry.is_dir() || dir.hard_link(name, &backup.bak).is_err();
-        if renamed && let Err(e) = dir.rename(name, &backup.bak) {
-            if had_bak {
-                let _ = dir.rename(&backup.bak2, &backup.bak);
-            }
-            return Err(format!("Could not rename {}: {e}", path.display()));
-        }
+        // A hard link keeps the file in place until the new one is renamed over it; a
+        // directory is moved aside only when the new entry replaces it ([`Self::install`]).
+        backup.set_aside = entry.is_dir() || dir.hard_link(name, &backup.bak).is_err();
         backup.previous = Some(Previous { entry, file, had_bak });
-        backup.renamed = renamed;
         Ok(backup)
     }
 
-    /// Puts everything back as it was.
+    /// Puts the new entry (`temp`) at the path. A previous entry that is set aside is
+    /// exchanged with it in one step (`renameat2(RENAME_EXCHANGE)`) and then moved to
+    /// `.bak`, so that the path never goes missing, not even when the run is killed in
+    /// between; only a file system without the exchange has the path empty for a moment.
+    fn install(&self, temp: Temp<'_>) -> Result<(), String> {
+        if !self.set_aside {
+            return temp.install(&self.name);
+        }
+        let dir = self.dir;
+        let path = dir.show(&self.name);
+        match dir.exchange(&temp.name, &self.name) {
+            Ok(()) => {
+                // The previous entry is at the temporary name now.
+                let previous = temp.keep();
+                dir.rename(&previous, &self.bak).map_err(|e| {
+                    format!("Could not rename {} (the previous {}): {e}", dir.show(&previous).display(), path.display())
+                })
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                dir.rename(&self.name, &self.bak).map_err(|e| format!("Could not rename {}: {e}", path.display()))?;
+                temp.install(&self.name).inspect_err(|_| {
+                    let _ = dir.rename(&self.bak, &self.name);
+                })
+            }
+            Err(e) => Err(format!("Could not rename {}: {e}", temp.path().display())),
+        }
+    }
+
+    /// Puts everything back as it was (before [`Self::install`]).
     fn restore(&self) {
         let Some(previous) = &self.previous else { return };
         let dir = self.dir;
-        moved(&dir.show(&self.bak), &dir.show(&self.name));
-        if self.renamed {
-            let _ = dir.rename(&self.bak, &self.name);
-        } else {
+        if !self.set_aside {
+            moved(&dir.show(&self.bak), &dir.show(&self.name));
             let _ = dir.remove_file(&self.bak);
         }
         if previous.had_bak {
@@ -206,6 +234,7 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// A temporary file or link beside the target, removed unless it was renamed into place.
+/// Its name ([`temp_files`]) tells a killed run's leftover, which the next run removes.
 struct Temp<'a> {
     dir: &'a ParentDir,
     name: OsString,
@@ -213,13 +242,15 @@ struct Temp<'a> {
 }
 
 impl<'a> Temp<'a> {
-    fn beside(dir: &'a ParentDir, target: &OsStr) -> Temp<'a> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let mut name = OsString::from(".");
-        name.push(target);
-        name.push(format!(".cfn-init-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
-        Temp { dir, name, kept: false }
+    /// Makes the temporary entry with `make` (which must not reuse a taken name) under
+    /// the first free temporary name for `target`.
+    fn create<T>(
+        dir: &'a ParentDir,
+        target: &OsStr,
+        make: impl FnMut(&OsStr) -> std::io::Result<T>,
+    ) -> std::io::Result<(Temp<'a>, T)> {
+        let (name, made) = temp_files::create_beside(target, make)?;
+        Ok((Temp { dir, name, kept: false }, made))
     }
 
     fn path(&self) -> PathBuf {
@@ -230,6 +261,12 @@ impl<'a> Temp<'a> {
         self.dir.rename(&self.name, target).map_err(|e| format!("Could not rename {}: {e}", self.path().display()))?;
         self.kept = true;
         Ok(())
+    }
+
+    /// Leaves the entry at the temporary name (the caller moves it); returns the name.
+    fn keep(mut self) -> OsString {
+        self.kept = true;
+        std::mem::take(&mut self.name)
     }
 }
 
@@ -256,9 +293,11 @@ fn write_file(
         return write_symlink(spec, path, touched);
     }
     let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
+    temp_files::remove_stale(dir.as_fd());
     touched.insert(dir.path.clone());
     let backup = Backup::take(&dir, &name)?;
-    let result = write_regular(spec, &dir, &name, env, umask, backup.previous.as_ref());
+    let result = write_regular(spec, &dir, &name, env, umask, backup.previous.as_ref())
+        .and_then(|(temp, changed)| backup.install(temp).map(|()| changed));
     match result {
         Ok(changed) => {
             backup.finish(changed);
@@ -271,18 +310,19 @@ fn write_file(
     }
 }
 
-fn write_regular(
+/// Writes the new content to a temporary file beside the target, with its owner and
+/// mode; returns it with whether the content changed.
+fn write_regular<'a>(
     spec: &FileSpec,
-    dir: &ParentDir,
+    dir: &'a ParentDir,
     name: &OsStr,
     env: &Environment<'_>,
     umask: u32,
     previous: Option<&Previous>,
-) -> Result<bool, String> {
+) -> Result<(Temp<'a>, bool), String> {
     tracing::debug!("Writing content to {}", spec.path);
-    let temp = Temp::beside(dir, name);
-    let mut file =
-        dir.create_new(&temp.name, 0o600).map_err(|e| format!("Could not write {}: {e}", temp.path().display()))?;
+    let (temp, mut file) = Temp::create(dir, name, |temp| dir.create_new(temp, 0o600))
+        .map_err(|e| format!("Could not write {}: {e}", spec.path))?;
     let written: Option<Vec<u8>> = match &spec.content {
         Some(content) => {
             let bytes = inline_content(spec, content)?;
@@ -375,8 +415,7 @@ fn write_regular(
         _ => true,
     };
     drop(file);
-    temp.install(name)?;
-    Ok(changed)
+    Ok((temp, changed))
 }
 
 /// The bytes of inline content: base64, JSON, a template, or the text itself.
@@ -468,12 +507,13 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
         ));
     }
     let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
+    temp_files::remove_stale(dir.as_fd());
     touched.insert(dir.path.clone());
     let backup = Backup::take(&dir, &name)?;
     tracing::debug!("{} is specified as a symbolic link to {target}", spec.path);
     let result = (|| {
-        let temp = Temp::beside(&dir, &name);
-        dir.symlink(OsStr::new(&target), &temp.name).map_err(|e| format!("Could not create {}: {e}", spec.path))?;
+        let (temp, ()) = Temp::create(&dir, &name, |temp| dir.symlink(OsStr::new(&target), temp))
+            .map_err(|e| format!("Could not create {}: {e}", spec.path))?;
         if spec.mode.is_some() {
             tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
         }
@@ -482,7 +522,7 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
             dir.chown_nofollow(&temp.name, uid, gid)
                 .map_err(|e| format!("Could not change the owner of {}: {e}", spec.path))?;
         }
-        temp.install(&name)
+        backup.install(temp)
     })();
     if let Err(e) = result {
         backup.restore();

@@ -208,6 +208,12 @@ impl ParentDir {
         rustix::fs::renameat(&self.fd, from, &self.fd, to).map_err(io)
     }
 
+    /// Swaps what stands at `a` and at `b` in one step (`renameat2(RENAME_EXCHANGE)`);
+    /// `EINVAL` where the file system cannot.
+    pub fn exchange(&self, a: &OsStr, b: &OsStr) -> std::io::Result<()> {
+        rustix::fs::renameat_with(&self.fd, a, &self.fd, b, rustix::fs::RenameFlags::EXCHANGE).map_err(io)
+    }
+
     /// A hard link `to` of `from` (a link itself is linked, not its target).
     pub fn hard_link(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
         rustix::fs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(io)

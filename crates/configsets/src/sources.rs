@@ -35,6 +35,12 @@
 //!   source's opened directory. A directory swapped for a link in between fails the
 //!   member and is never followed. Directory modes and mtimes are set last on the
 //!   directory opened again the same way, which must still be the one made.
+//! * Killed at any moment (SIGKILL, tests/crash.rs), an extraction leaves every member
+//!   path with what was there before or the new member in full: each file, link and
+//!   hard link is made under a temporary name and renamed into place. Directories made
+//!   so far keep their default modes until a run completes. A temporary file left by
+//!   the kill (`.<name>.<pid>.<n>.cfn-tmp`, [`cfn_host::temp_files`]) is removed by the
+//!   next run that writes in its directory.
 //! * Modes come from the archive without setuid/setgid (dropped with a warning); the
 //!   archive's owners are ignored (files belong to the user running cfn-init,
 //!   WEAK-owner); tar mtimes are restored. Zip entries without Unix mode bits get
@@ -54,6 +60,7 @@ mod under_root;
 
 use crate::environment::Environment;
 use crate::model;
+use cfn_host::temp_files;
 use limits::{Counted, Exceeded, Limits, TarGuard};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde_json::Value;
@@ -61,7 +68,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -991,7 +998,7 @@ impl<'a, 'b> Writer<'a, 'b> {
         member: &Member,
         dir: &OwnedFd,
         dest: &Path,
-        create: impl FnOnce(&OwnedFd, &OsStr) -> io::Result<()>,
+        mut create: impl FnMut(&OwnedFd, &OsStr) -> io::Result<()>,
     ) -> Result<(), String> {
         let name = dest.file_name().expect("a member's path ends in a name");
         if rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
@@ -999,13 +1006,22 @@ impl<'a, 'b> Writer<'a, 'b> {
         {
             return Err(self.failed(member, format!("{} is a directory", dest.display())));
         }
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let tmp =
-            OsString::from(format!(".cfn-init-src-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
-        let result = create(dir, &tmp).and_then(|()| rustix::fs::renameat(dir, &tmp, dir, name).map_err(io_error));
+        // What a killed extraction left in this directory goes first (once per run).
+        temp_files::remove_stale(dir.as_fd());
+        let mut made = None;
+        let result = temp_files::create_beside(name, |tmp| {
+            let outcome = create(dir, tmp);
+            // Made (perhaps in part) unless the name was taken: removed below on failure.
+            if !matches!(&outcome, Err(e) if e.kind() == io::ErrorKind::AlreadyExists) {
+                made = Some(tmp.to_os_string());
+            }
+            outcome
+        })
+        .and_then(|(tmp, ())| rustix::fs::renameat(dir, &tmp, dir, name).map_err(io_error));
         if let Err(e) = result {
-            let _ = rustix::fs::unlinkat(dir, &tmp, AtFlags::empty());
+            if let Some(tmp) = made {
+                let _ = rustix::fs::unlinkat(dir, &tmp, AtFlags::empty());
+            }
             return Err(match Exceeded::of(&e) {
                 Some(x) => self.archive.limit(x),
                 None => self.failed(member, e),

@@ -1,7 +1,8 @@
 //! Effects on the host that cfn-init and cfn-hup share: running commands (shell or
 //! argv, a replaced environment, a working directory, another user, merged output)
 //! and, for a service, signalling the ones still running as whole process groups;
-//! looking up users and groups and the host's name; replacing state files durably.
+//! looking up users and groups and the host's name; replacing files through temporary
+//! names and state files durably.
 
 pub mod durable;
 pub mod hostname;
@@ -9,6 +10,7 @@ pub mod output;
 pub mod paths;
 pub mod process;
 pub mod process_groups;
+pub mod temp_files;
 pub mod users;
 
 pub use hostname::fqdn;
