@@ -1,10 +1,12 @@
-//! Project tasks: `cargo xtask test` (everything the tests need, then all tests) and
-//! `cargo xtask demo` (the main job, end to end, against the local AWS emulator).
+//! Project tasks: `cargo xtask test` (everything the tests need, then all tests),
+//! `cargo xtask demo` (the main job, end to end, against the local AWS emulator) and
+//! `cargo xtask soak` (cfn-hup under the emulator's faults, for minutes).
 
 mod bench;
 mod demo;
 mod dist;
 mod emulator;
+mod soak;
 mod testroot;
 
 use anyhow::{Context, Result, bail};
@@ -19,9 +21,11 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64]>"
+                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | {}>",
+                soak::USAGE
             );
             return ExitCode::from(2);
         }
