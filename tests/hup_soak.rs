@@ -13,7 +13,7 @@
 //!   before the retries stay under the policy's ceilings and vary (jitter);
 //! - the service's resident memory, sampled from /proc, stays flat.
 //!
-//! The normal suite runs one round of the fault periods (about 40 s);
+//! The normal suite runs one round of the fault periods (about 35 s);
 //! `cargo xtask soak --minutes M` runs rounds for M minutes (`CFN_SOAK_SECONDS`) and
 //! writes the figures to `CFN_SOAK_REPORT`. The service signs with the instance
 //! identity, so everything runs in a private network namespace (IMDS at its real
