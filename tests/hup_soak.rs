@@ -100,6 +100,7 @@ impl Fault {
 struct Period {
     name: &'static str,
     length: f64,
+    /// (fault, from when (s into the period), for how long (s), probability): see [`Fault::rule`].
     faults: Vec<(Fault, f64, f64, f64)>,
 }
 
