@@ -96,18 +96,7 @@ impl Hup {
     }
 
     fn update_template(&self, template: &Value) {
-        let template = template.to_string();
-        self.emulator
-            .call("UpdateStack", &[("StackName", &self.stack), ("TemplateBody", &template)])
-            .unwrap_or_else(|e| panic!("UpdateStack: {e}"));
-        wait_until(Duration::from_secs(20), "the update to complete", || {
-            let status = self.emulator.call("DescribeStacks", &[("StackName", &self.stack)]).ok().and_then(|v| {
-                v.pointer("/DescribeStacksResponse/DescribeStacksResult/Stacks/0/StackStatus")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            });
-            status.is_some_and(|s| !s.ends_with("_IN_PROGRESS"))
-        });
+        self.emulator.update_stack(&self.stack, template);
     }
 
     fn log(&self) -> String {
@@ -131,17 +120,6 @@ impl Hup {
             })
             .collect()
     }
-}
-
-fn wait_until(timeout: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if condition() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
 }
 
 fn log_lines_without_time(log: &str) -> Vec<String> {

@@ -14,8 +14,10 @@
 //! the daemon builds only after it has forked.
 //!
 //! `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS` replaces the interval (minutes in the
-//! configuration) by a number of seconds, and `CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS`
-//! the listener's 20 s long poll (0–20). They are test aids only; production never sets them.
+//! configuration) by a number of seconds, `CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS`
+//! the listener's 20 s long poll (0–20), and `CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS`
+//! the 60 s bound on each attempt of the service's AWS calls (a time-compressed soak
+//! meets timeouts too). They are test aids only; production never sets them.
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, report};
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub const INTERVAL_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
 pub const RECEIVE_WAIT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS";
+pub const ATTEMPT_TIMEOUT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS";
 
 pub fn parser(prog: &str) -> Parser {
     Parser {
@@ -100,15 +103,24 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
 
 /// The test aids, read from the environment.
 fn settings() -> Settings {
-    let interval_override = std::env::var(INTERVAL_OVERRIDE)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok());
     let receive_wait_seconds = std::env::var(RECEIVE_WAIT_OVERRIDE)
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(listener::RECEIVE_WAIT_SECONDS);
-    Settings { interval_override, receive_wait_seconds }
+    Settings {
+        interval_override: seconds(INTERVAL_OVERRIDE),
+        receive_wait_seconds,
+        // Not below 100 ms: no attempt could succeed, however near the service.
+        attempt_timeout: seconds(ATTEMPT_TIMEOUT_OVERRIDE).map(|limit| limit.max(Duration::from_millis(100))),
+    }
+}
+
+/// A duration in (fractional) seconds from the environment variable `name`.
+fn seconds(name: &str) -> Option<Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
 }
 
 /// The message of an error that stops cfn-hup, as the reference words it.

@@ -360,6 +360,21 @@ impl Emulator {
     pub fn call(&self, action: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, cfn_aws::cfn::Error> {
         self.client().call(action, params, true)
     }
+
+    /// Updates a stack to `template` and waits until the update is over.
+    pub fn update_stack(&self, name: &str, template: &serde_json::Value) {
+        let template = template.to_string();
+        self.call("UpdateStack", &[("StackName", name), ("TemplateBody", &template)])
+            .unwrap_or_else(|e| panic!("UpdateStack {name}: {e}"));
+        wait_until(Duration::from_secs(20), "the update to complete", || {
+            let status = self.call("DescribeStacks", &[("StackName", name)]).ok().and_then(|v| {
+                v.pointer("/DescribeStacksResponse/DescribeStacksResult/Stacks/0/StackStatus")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string)
+            });
+            status.is_some_and(|s| !s.ends_with("_IN_PROGRESS"))
+        });
+    }
 }
 
 impl Drop for Emulator {
@@ -401,6 +416,18 @@ pub fn in_private_network<T: Send + 'static>(body: impl FnOnce() -> T + Send + '
     })
     .join()
     .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// Polls `condition` every 50 ms until it holds; fails the test after `timeout`.
+pub fn wait_until(timeout: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if condition() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
 }
 
 pub fn read(path: &Path) -> String {

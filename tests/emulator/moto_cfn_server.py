@@ -87,7 +87,9 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     time and the answer's status (GET /_emu/requests). POST /_emu/faults queues fault rules:
     the next `count` matching CloudFormation requests (by Action/StackName) or requests under
     a path prefix (e.g. /latest/ for IMDS) get the given error (rendered like real
-    CloudFormation errors, or a verbatim body), optionally after a delay.
+    CloudFormation errors, or a verbatim body), optionally after a delay; a rule may be
+    limited to a time window ("after" seconds from now, "for" seconds) and may answer a
+    matching request only with a given "probability" (flapping services, soak tests).
 """
 import argparse
 import base64
@@ -99,6 +101,7 @@ import http
 import io
 import json
 import os
+import random
 import re
 import secrets
 import sys
@@ -982,7 +985,7 @@ def waitcondition_put(environ, body):
 # test hooks: request journal and fault injection
 # ---------------------------------------------------------------------------
 FAULT_KEYS = {"path", "action", "stack", "method", "status", "code", "message", "type", "body",
-              "content_type", "count", "delay", "passthrough"}
+              "content_type", "count", "delay", "passthrough", "after", "for", "probability"}
 
 
 def event_put(environ, body):
@@ -1081,18 +1084,28 @@ def fault_rule(r):
             "status": 500 if is_path else 400, "code": None if is_path else "Throttling",
             "message": None if is_path else "Rate exceeded", "type": None if is_path else "Sender",
             "body": "" if is_path else None, "content_type": None, "count": 1, "delay": 0,
-            "passthrough": False}
+            "passthrough": False, "after": 0, "for": None, "probability": 1}
     rule.update({k: v for k, v in r.items() if v is not None})
-    for k, t in (("status", int), ("count", int), ("delay", (int, float)), ("passthrough", bool)):
-        if not isinstance(rule[k], t) or (t is int and isinstance(rule[k], bool)):
+    number = (int, float)
+    for k, t in (("status", int), ("count", int), ("delay", number), ("passthrough", bool), ("after", number),
+                 ("for", number), ("probability", number)):
+        if rule[k] is None and k == "for":
+            continue
+        if not isinstance(rule[k], t) or (t is not bool and isinstance(rule[k], bool)):
             raise ValueError(f"'{k}' has the wrong type")
     for k in ("path", "action", "stack", "method", "code", "message", "type", "body", "content_type"):
         if rule[k] is not None and not isinstance(rule[k], str):
             raise ValueError(f"'{k}' must be a string")
     if rule["count"] == 0 or rule["delay"] < 0 or not 100 <= rule["status"] <= 599:
         raise ValueError("'count' must not be 0, 'delay' must be >= 0, 'status' must be 100..599")
+    if rule["after"] < 0 or (rule["for"] is not None and rule["for"] <= 0) or not 0 < rule["probability"] <= 1:
+        raise ValueError("'after' must be >= 0, 'for' > 0, 'probability' in (0, 1]")
     if rule["method"]:
         rule["method"] = rule["method"].upper()
+    # The time window in epoch seconds (as the journal's "time"), counted from now.
+    now = time.time()
+    rule["active_from"] = now + rule["after"]
+    rule["active_until"] = None if rule["for"] is None else rule["active_from"] + rule["for"]
     SEQ["fault"] += 1
     rule["id"] = SEQ["fault"]
     return rule
@@ -1106,18 +1119,30 @@ def stack_matches(want, given):
     return want == given or (given.startswith("arn:") and want in given.split(":", 5)[-1].split("/")[1:])
 
 
+def drop_ended_faults():
+    """Drops the rules whose time window has ended (used up, like a count that reached 0);
+    returns the time it went by."""
+    now = time.time()
+    STATE["faults"][:] = [r for r in STATE["faults"] if r["active_until"] is None or now < r["active_until"]]
+    return now
+
+
 def take_fault(entry, method, path=None, params=None):
     """Consumes and returns the first rule matching this request (path rules when `path` is
     given, else CloudFormation rules for `params`), or None."""
     with LOCK:
+        now = drop_ended_faults()
         for r in STATE["faults"]:
-            if r["method"] and r["method"] != method:
+            if now < r["active_from"] or (r["method"] and r["method"] != method):
                 continue
             if path is not None:
                 if r["path"] is None or not path.startswith(r["path"]):
                     continue
             elif r["path"] is not None or (r["action"] and r["action"] != params.get("Action")) or \
                     not stack_matches(r["stack"], params.get("StackName")):
+                continue
+            # A request the rule lets pass by chance goes on to the later rules.
+            if r["probability"] < 1 and random.random() >= r["probability"]:
                 continue
             if r["count"] > 0:
                 r["count"] -= 1
@@ -1371,10 +1396,12 @@ class CfnEmulator:
                 except ValueError as e:
                     return self._respond(start_response, 400, "application/json", json.dumps({"error": str(e)}))
                 STATE["faults"].extend(rules)
+                drop_ended_faults()
                 out = STATE["faults"]
             elif path == "/_emu/faults" and method in ("GET", "DELETE"):
                 if method == "DELETE":
                     STATE["faults"].clear()
+                drop_ended_faults()
                 out = STATE["faults"]
             elif path == "/_emu/reset" and method == "POST":
                 STATE["signals"].clear()

@@ -8,6 +8,7 @@ mod demo;
 mod dist;
 mod emulator;
 mod fleet;
+mod soak;
 mod testroot;
 
 use anyhow::{Context, Result, bail};
@@ -21,7 +22,8 @@ const USAGE: &str = "usage: cargo xtask <task>
   bench [--vs PREFIX] [--runs N] [--quick]
   dist [--skip-aarch64]
   crash [--kills N] [--seed S]
-  fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]";
+  fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]
+  soak [--minutes M]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Some("dist") => dist::run(&args[1..]),
         Some("crash") => crash::run(&args[1..]),
         Some("fleet") => fleet::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

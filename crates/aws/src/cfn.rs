@@ -425,6 +425,39 @@ mod tests {
         assert_eq!(v1.listener_params("s", "l"), [("StackName", "s")]);
     }
 
+    /// NET-04: each attempt ends at the client's attempt timeout, through the SDK
+    /// (DescribeStackResource) and the query API alike, and is retried as a timeout.
+    #[test]
+    fn an_attempt_ends_at_the_attempt_timeout_and_is_retried() {
+        use std::time::{Duration, Instant};
+        // Accepts connections and never answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", silent.local_addr().unwrap());
+        let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let holder = held.clone();
+        std::thread::spawn(move || {
+            for stream in silent.incoming().flatten() {
+                holder.lock().unwrap().push(stream);
+            }
+        });
+        let limit = Duration::from_millis(300);
+        let http = Arc::new(HttpClient::new(Default::default(), "t").with_attempt_timeout(limit));
+        let imds = Arc::new(Imds::new("http://127.0.0.1:1", true, Policy::IMDS));
+        let signer = Signer::SigV4(Credentials::new("a", "b", None));
+        let no_sleep = Policy { max_tries: 2, throttled_budget: Duration::ZERO, sleep: |_| {} };
+        let cfn = CloudFormation::new(endpoint, "us-east-1", signer, http, imds).with_retry(no_sleep);
+
+        let started = Instant::now();
+        let error = cfn.describe_stack_resource("s", "r").unwrap_err();
+        let elapsed = started.elapsed();
+        assert!(error.to_string().contains("Request timed out"), "{error}");
+        assert!(elapsed >= limit * 2 && elapsed < limit * 2 + Duration::from_secs(2), "{elapsed:?}");
+        let error = cfn.call("ElectCommandLeader", &[("StackName", "s")], false).unwrap_err();
+        assert!(error.to_string().contains("Request timed out"), "{error}");
+        assert!(started.elapsed() < limit * 4 + Duration::from_secs(3), "{:?}", started.elapsed());
+        assert_eq!(held.lock().unwrap().len(), 4, "two attempts per call, each on a connection of its own");
+    }
+
     #[test]
     fn converts_the_sdk_detail() {
         use aws_sdk_cloudformation::types::{ResourceStatus, StackResourceDetail as Sdk};

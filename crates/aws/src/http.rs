@@ -117,6 +117,8 @@ pub struct HttpClient {
     proxies: ProxyOptions,
     user_agent: String,
     clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    /// The bound on each API attempt: `ATTEMPT_TIMEOUT`, shorter only as a test aid.
+    attempt_timeout: Duration,
 }
 
 /// Clients differ by proxy, by whether they need the trust store, and by whether they
@@ -265,11 +267,28 @@ impl std::fmt::Debug for HttpClient {
 
 impl HttpClient {
     pub fn new(proxies: ProxyOptions, user_agent: impl Into<String>) -> Self {
-        HttpClient { proxies, user_agent: user_agent.into(), clients: Mutex::new(HashMap::new()) }
+        HttpClient {
+            proxies,
+            user_agent: user_agent.into(),
+            clients: Mutex::new(HashMap::new()),
+            attempt_timeout: ATTEMPT_TIMEOUT,
+        }
+    }
+
+    /// Bounds each attempt by `limit` instead of `ATTEMPT_TIMEOUT` (a test aid: a soak
+    /// whose interval is compressed to seconds needs its timeouts compressed too).
+    pub fn with_attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = limit;
+        self
+    }
+
+    /// How long one attempt of an API call may take.
+    pub fn attempt_timeout(&self) -> Duration {
+        self.attempt_timeout
     }
 
     /// Sends one request (no retries here, no redirects followed) and reads the whole
-    /// response within `ATTEMPT_TIMEOUT`.
+    /// response within the attempt timeout.
     pub fn send(
         &self,
         method: &str,
@@ -282,7 +301,7 @@ impl HttpClient {
             Some(bytes) => request.body(bytes.to_vec()),
             None => request,
         };
-        block_on_within(ATTEMPT_TIMEOUT, exchange(url, request))
+        block_on_within(self.attempt_timeout, exchange(url, request))
             .unwrap_or_else(|| Err(TransportError::new("Request timed out")))
     }
 

@@ -5,9 +5,10 @@
 //! for a plain-http endpoint, which tripled the CPU time of a one-call tool.
 //!
 //! Redirects are not followed (API calls must not carry a signed request elsewhere);
-//! timeouts are the caller's (each attempt is bounded by `http::ATTEMPT_TIMEOUT`).
+//! timeouts are the caller's (each attempt is bounded by the client's attempt timeout,
+//! `http::ATTEMPT_TIMEOUT`).
 
-use crate::http::{ATTEMPT_TIMEOUT, HttpClient, TransportError};
+use crate::http::{HttpClient, TransportError};
 use aws_smithy_runtime_api::client::http::{
     HttpClient as SdkHttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -46,7 +47,8 @@ impl HttpConnector for Adapter {
             let Some(body) = request.body().bytes() else {
                 return Err(ConnectorError::user("a streaming request body is not supported".into()));
             };
-            let sent = tokio::time::timeout(ATTEMPT_TIMEOUT, http.send_async(&method, &url, &headers, body.to_vec()));
+            let sent =
+                tokio::time::timeout(http.attempt_timeout(), http.send_async(&method, &url, &headers, body.to_vec()));
             let response = match sent.await {
                 Ok(Ok(response)) => response,
                 Ok(Err(e)) => return Err(connector_error(e)),

@@ -9,6 +9,7 @@ use cfn_aws::http::HttpClient;
 use cfn_aws::retry::Policy;
 use cfn_aws::{CloudFormation, Imds, ProxyOptions, Signer};
 use std::sync::Arc;
+use std::time::Duration;
 
 enum Auth {
     Chosen(credentials::Source),
@@ -26,7 +27,7 @@ pub struct Service {
 
 impl Service {
     /// Resolves credentials now, so that a configuration that cannot work is reported
-    /// before cfn-hup detaches. Proxies come from the environment, as in the reference.
+    /// before cfn-hup detaches.
     pub fn new(main: &MainConfig, imds: Arc<Imds>) -> Result<Service, CredentialError> {
         let auth = if let Some(role) = &main.role {
             let role = RefreshingRole::new(role);
@@ -47,11 +48,17 @@ impl Service {
         Ok(Service {
             endpoint,
             region: main.region.clone(),
-            http: Arc::new(HttpClient::new(ProxyOptions::default(), cfn_aws::api_user_agent())),
+            http: Arc::new(http_client()),
             imds,
             auth,
             retry: Policy::API,
         })
+    }
+
+    /// Bounds each attempt of each call by `limit` instead of the usual 60 s (a test aid).
+    pub fn with_attempt_timeout(mut self, limit: Duration) -> Service {
+        self.http = Arc::new(http_client().with_attempt_timeout(limit));
+        self
     }
 
     /// The retry policy of each call (the daemon retries less within a pass: the next
@@ -70,4 +77,9 @@ impl Service {
         Ok(CloudFormation::new(self.endpoint.clone(), &self.region, signer, self.http.clone(), self.imds.clone())
             .with_retry(self.retry))
     }
+}
+
+/// Proxies come from the environment, as in the reference.
+fn http_client() -> HttpClient {
+    HttpClient::new(ProxyOptions::default(), cfn_aws::api_user_agent())
 }

@@ -75,11 +75,18 @@ pub struct Settings {
     pub interval_override: Option<Duration>,
     /// The listener's long poll, at most 20 s (shorter only as a test aid).
     pub receive_wait_seconds: u32,
+    /// The bound on each attempt of the service's AWS calls instead of 60 s (a test aid,
+    /// so that a time-compressed run meets timeouts too).
+    pub attempt_timeout: Option<Duration>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { interval_override: None, receive_wait_seconds: listener::RECEIVE_WAIT_SECONDS }
+        Settings {
+            interval_override: None,
+            receive_wait_seconds: listener::RECEIVE_WAIT_SECONDS,
+            attempt_timeout: None,
+        }
     }
 }
 
@@ -102,6 +109,16 @@ pub fn interval(config: &HupConfig, settings: &Settings) -> Result<Duration, Con
         return Ok(seconds.clamp(MIN_TEST_INTERVAL, MAX_INTERVAL));
     }
     Ok(Duration::from_secs(minutes.saturating_mul(60)).min(MAX_INTERVAL))
+}
+
+/// A client of the service (the passes' or the listener's): the service's retries,
+/// and the attempt timeout of the settings.
+fn service_client(main: &MainConfig, imds: &Arc<Imds>, settings: &Settings) -> Result<Service, CredentialError> {
+    let service = Service::new(main, imds.clone())?.with_retry(SERVICE_RETRY);
+    Ok(match settings.attempt_timeout {
+        Some(limit) => service.with_attempt_timeout(limit),
+        None => service,
+    })
 }
 
 /// The service's umask, logged as the reference logs it.
@@ -173,12 +190,12 @@ pub struct Prepared {
 pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result<Prepared, ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
-    let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+    let service = service_client(&config.main, &imds, &settings)?;
     // The listener's own client: its rounds and the passes run side by side.
     let listener = match listener_id {
         None => None,
         Some(id) => {
-            let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+            let service = service_client(&config.main, &imds, &settings)?;
             let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY, Some(&ACTIONS));
             Some(Listener::new(&config.main, id, service, options))
         }
@@ -343,16 +360,12 @@ fn load_again(
     let config = config::load(dir)?;
     let every = interval(&config, settings)?;
     let umask = config.main.umask()?.unwrap_or(config::DEFAULT_UMASK);
-    let service = if config.main == *current {
-        None
-    } else {
-        Some(Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY))
-    };
+    let service = if config.main == *current { None } else { Some(service_client(&config.main, imds, settings)?) };
     let listener = if config.command_hooks.is_empty() || (config.main == *current && live_listener) {
         None
     } else {
         let id = listener::listener_id(&config.main, imds)?;
-        let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+        let service = service_client(&config.main, imds, settings)?;
         let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY, Some(&ACTIONS));
         Some(Listener::new(&config.main, id, service, options))
     };
