@@ -1313,3 +1313,47 @@ fn a_credential_error_found_by_the_daemon_reaches_the_launcher() {
     drop(reaper);
     assert!(hup.marks().is_empty());
 }
+
+/// cfn-hup killed while an action runs (SIGKILL, a crash, a power loss), and the value
+/// back where it was before the restart (A → B, the action for B cut short, then A
+/// again): the stored state still says A, yet the action runs again, for A, so the host
+/// does not stay half-way to B; once it has ended, it does not run again (issue 13,
+/// crash consistency; HUP-DET-02 otherwise unchanged).
+#[test]
+fn an_action_cut_short_by_a_kill_runs_again_after_the_restart() {
+    use std::os::unix::process::CommandExt;
+    let hup = Hup::new(&json!({"v": "A"}));
+    let started = hup.sandbox.path("started");
+    hup.hooks(&format!(
+        "[h]\ntriggers=post.update\npath=Resources.Instance.Metadata.v\n\
+         action=echo \"run $CFN_NEW_METADATA\" >> {marks}; \
+         if [ \"$CFN_NEW_METADATA\" = B ]; then touch {started}; sleep 300; fi\n",
+        marks = hup.marks_path().display(),
+        started = started.display()
+    ));
+    hup.once();
+    assert!(hup.marks().is_empty(), "the first pass only records A");
+
+    hup.update(&json!({"v": "B"}));
+    // In --no-daemon the action stays in cfn-hup's process group: a group of its own
+    // for this cfn-hup is killed whole, as a power loss would end them all.
+    let mut child = hup.cmd().arg("--no-daemon").cmd.process_group(0).spawn().unwrap();
+    wait_until(Duration::from_secs(20), "the action for B to start", || started.exists());
+    // SAFETY: signalling the process group this test made.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) }, 0);
+    child.wait().unwrap();
+    assert_eq!(hup.marks(), ["run B"]);
+
+    hup.update(&json!({"v": "A"}));
+    hup.once();
+    assert_eq!(hup.marks(), ["run B", "run A"], "the cut-short action runs again for the current value");
+    assert!(
+        hup.log().contains("[INFO] The action for h was cut short in an earlier pass; it will be run again"),
+        "{}",
+        hup.log()
+    );
+    let started_record = hup.sandbox.path("lib/cfn-hup/data/actions_started.json");
+    assert_eq!(read(&started_record), "[]");
+    hup.once();
+    assert_eq!(hup.marks(), ["run B", "run A"], "ended: it does not run again");
+}

@@ -16,6 +16,9 @@ pub enum Decision {
     Remove,
     /// `post.update`: both present and different (deep equality).
     Update,
+    /// The action for this hook started in an earlier pass and never ended (cfn-hup was
+    /// stopped, killed or crashed while it ran): it runs again for the current value.
+    Rerun,
     /// Nothing to run: the new value is recorded.
     NoChange,
 }
@@ -31,8 +34,28 @@ impl Decision {
             Decision::Update => {
                 Some(format!("Data has changed from previous state; action for {} will be run", hook.name))
             }
+            Decision::Rerun => {
+                Some(format!("The action for {} was cut short in an earlier pass; it will be run again", hook.name))
+            }
             Decision::NoChange => None,
         }
+    }
+}
+
+/// [`decide`] for a hook whose action was cut short: with no change to act on, the
+/// action runs again when a trigger still applies to the current value (an update or an
+/// add while there is a value, a remove while there is none).
+pub fn decide_after_interruption(hook: &Hook, old: Option<&StateValue>, new: Option<&StateValue>) -> Decision {
+    match decide(hook, old, new) {
+        Decision::NoChange => {
+            let applies = if StateValue::is_present(new) {
+                hook.has_trigger("post.update") || hook.has_trigger("post.add")
+            } else {
+                hook.has_trigger("post.remove")
+            };
+            if applies { Decision::Rerun } else { Decision::NoChange }
+        }
+        decision => decision,
     }
 }
 

@@ -124,7 +124,11 @@ pub fn run_pass(
         let key = MetadataDb::key(&hook.name, &hook.path.text);
         let new = detect::resolve(hook, detail, stack);
         let mut old = db.get(&key);
-        let mut decision = detect::decide(hook, old.as_ref(), new.as_ref());
+        let mut decision = if db.was_interrupted(&key) {
+            detect::decide_after_interruption(hook, old.as_ref(), new.as_ref())
+        } else {
+            detect::decide(hook, old.as_ref(), new.as_ref())
+        };
         // No stored state and nothing to run by the reference's first-run rules (a
         // post.add still fires as it always did): compare with what cfn-init applied.
         if old.is_none()
@@ -141,14 +145,26 @@ pub fn run_pass(
         let Some(reason) = decision.reason(hook) else {
             tracing::debug!("No change in path {} for hook {}", hook.path.text, hook.name);
             store(db, &key, new.as_ref());
+            end_action(db, &key);
             continue;
         };
         tracing::info!("{reason}");
         report.actions_run += 1;
+        // Recorded before the action starts, so that one cut short is run again.
+        if let Err(e) = db.action_started(&key) {
+            tracing::error!("Could not record that the action for {} starts: {e}", hook.name);
+        }
         if run_action(hook, old.as_ref(), new.as_ref(), options.actions) {
             store(db, &key, new.as_ref());
+            end_action(db, &key);
         } else {
             report.actions_failed += 1;
+            // An action the stop ended was cut short: it stays recorded as started. One
+            // that failed on its own has ended; it runs again only while the value still
+            // differs from the one stored (the reference's retry).
+            if !(options.stop)() {
+                end_action(db, &key);
+            }
         }
         debug_assert!(decision != Decision::NoChange);
     }
@@ -165,6 +181,12 @@ fn prune(db: &mut MetadataDb, hooks: &[Hook]) {
         }
         Ok(_) => {}
         Err(e) => tracing::error!("Could not drop the state of hooks no longer configured: {e}"),
+    }
+}
+
+fn end_action(db: &mut MetadataDb, key: &str) {
+    if let Err(e) = db.action_ended(key) {
+        tracing::error!("Could not record that the action for {key} ended: {e}");
     }
 }
 
@@ -364,5 +386,62 @@ mod tests {
         let r = run(&mut db);
         assert_eq!(r.actions_run, 0, "once");
         assert_eq!(db.get("other|Resources.B.Metadata.v"), Some(StateValue::Json(json!(2))));
+    }
+
+    /// An action cut short (cfn-hup killed or stopped while it ran) runs again at the
+    /// next pass, even when the value went back to the one stored meanwhile; one that
+    /// failed on its own does not, and a completed one leaves no record.
+    #[test]
+    fn an_action_cut_short_runs_again_even_when_the_value_went_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let marks = dir.path().join("marks");
+        let gate = dir.path().join("gate");
+        let fake = Fake {
+            metadata: RefCell::new(json!({"v": "A"})),
+            status: RefCell::new("UPDATE_COMPLETE".into()),
+            calls: RefCell::new(vec![]),
+            fail: RefCell::new(None),
+        };
+        let action = format!("test -e {} && echo \"$CFN_NEW_METADATA\" >> {}", gate.display(), marks.display());
+        let hooks = [hook("h", "post.update", "Resources.A.Metadata.v", &action)];
+        let key = MetadataDb::key("h", "Resources.A.Metadata.v");
+        let db_path = dir.path().join("data/metadata_db.json");
+        let started = dir.path().join("data").join(crate::state::STARTED_FILE);
+        let options = PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None };
+        let marks_text = || std::fs::read_to_string(&marks).unwrap_or_default();
+        let mut db = MetadataDb::load(&db_path);
+        db.set(&key, Some(&StateValue::Json(json!("A")))).unwrap();
+
+        // The action for B started, then cfn-hup died (the record says so), and the value
+        // went back to A: the state still says A, yet the action runs again, for A.
+        db.action_started(&key).unwrap();
+        let mut db = MetadataDb::load(&db_path);
+        assert!(db.was_interrupted(&key));
+        std::fs::write(&gate, "").unwrap();
+        let r = run_pass("s", &hooks, &fake, &mut db, &options);
+        assert_eq!((r.actions_run, r.actions_failed), (1, 0));
+        assert_eq!(marks_text(), "A\n");
+        assert_eq!(std::fs::read_to_string(&started).unwrap(), "[]");
+        let r = run_pass("s", &hooks, &fake, &mut db, &options);
+        assert_eq!(r.actions_run, 0, "ended: not again");
+
+        // Stopped while it runs (the action fails as the stop begins: the pass asks once
+        // before the hook, once after its action): it stays recorded.
+        std::fs::remove_file(&gate).unwrap();
+        fake.metadata.replace(json!({"v": "B"}));
+        let asked = std::cell::Cell::new(0);
+        let stop_during_action = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 1
+        };
+        let stopping = PassOptions { quiet_outages: false, stop: &stop_during_action, baseline: None, actions: None };
+        let r = run_pass("s", &hooks, &fake, &mut db, &stopping);
+        assert_eq!((r.actions_run, r.actions_failed), (1, 1));
+        assert!(MetadataDb::load(&db_path).was_interrupted(&key));
+        // Failing on its own (no stop): the record goes; the value B still differs from
+        // the stored A, so the reference's retry runs it on the next pass anyway.
+        let r = run_pass("s", &hooks, &fake, &mut db, &options);
+        assert_eq!((r.actions_run, r.actions_failed), (1, 1));
+        assert!(!MetadataDb::load(&db_path).was_interrupted(&key));
     }
 }

@@ -84,12 +84,22 @@ pub enum StateError {
     Write { path: String, source: std::io::Error },
 }
 
-/// The state file and its entries, in the order they were first stored.
+/// The state file and its entries, in the order they were first stored, and the
+/// record of actions started but not ended.
 #[derive(Debug)]
 pub struct MetadataDb {
     path: PathBuf,
     entries: Map<String, Value>,
+    /// Keys whose action started and has not ended: kept in a file of its own beside the
+    /// state ([`STARTED_FILE`]), so that an action cut short by a kill, a crash or a stop
+    /// is run again even when the value went back to the one stored meanwhile (A → B,
+    /// the action for B cut short, then back to A: the state still says A).
+    started: Vec<String>,
 }
+
+/// `actions_started.json` beside `metadata_db.json`: a JSON list of `"<hook>|<path>"`
+/// keys. cfn-bootstrap's own; the reference neither writes nor reads it.
+pub const STARTED_FILE: &str = "actions_started.json";
 
 impl MetadataDb {
     /// `<lib>/cfn-hup/data/metadata_db.json`.
@@ -109,7 +119,43 @@ impl MetadataDb {
             },
             Err(_) => Map::new(),
         };
-        MetadataDb { path: path.to_path_buf(), entries }
+        let started = std::fs::read(path.with_file_name(STARTED_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Vec<String>>(&bytes).ok())
+            .unwrap_or_default();
+        MetadataDb { path: path.to_path_buf(), entries, started }
+    }
+
+    /// Whether the action for `key` started in an earlier pass and never ended.
+    pub fn was_interrupted(&self, key: &str) -> bool {
+        self.started.iter().any(|k| k == key)
+    }
+
+    /// Records, durably, that the action for `key` starts now.
+    pub fn action_started(&mut self, key: &str) -> Result<(), StateError> {
+        if self.was_interrupted(key) {
+            return Ok(());
+        }
+        self.started.push(key.to_string());
+        self.save_started()
+    }
+
+    /// Records that the action for `key` ended (its outcome, stored or not, is final).
+    pub fn action_ended(&mut self, key: &str) -> Result<(), StateError> {
+        let before = self.started.len();
+        self.started.retain(|k| k != key);
+        if self.started.len() == before {
+            return Ok(());
+        }
+        self.save_started()
+    }
+
+    fn save_started(&self) -> Result<(), StateError> {
+        let path = self.path.with_file_name(STARTED_FILE);
+        self.make_dir()?;
+        let text = Value::Array(self.started.iter().cloned().map(Value::String).collect()).to_string();
+        cfn_host::durable::replace(&path, text.as_bytes(), 0o600)
+            .map_err(|source| StateError::Write { path: path.display().to_string(), source })
     }
 
     pub fn key(hook: &str, path: &str) -> String {
@@ -135,6 +181,11 @@ impl MetadataDb {
     /// or whose path changed) and writes the file when any went; the others keep their
     /// order and values. Returns the dropped keys.
     pub fn retain_keys(&mut self, keep: &std::collections::HashSet<String>) -> Result<Vec<String>, StateError> {
+        let before = self.started.len();
+        self.started.retain(|k| keep.contains(k));
+        if self.started.len() != before {
+            self.save_started()?;
+        }
         let dropped: Vec<String> = self.entries.keys().filter(|k| !keep.contains(*k)).cloned().collect();
         if dropped.is_empty() {
             return Ok(dropped);
@@ -149,7 +200,7 @@ impl MetadataDb {
         cfn_python::json::to_compact(&Value::Object(self.entries.clone()))
     }
 
-    pub fn save(&self) -> Result<(), StateError> {
+    fn make_dir(&self) -> Result<(), StateError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         if !dir.is_dir() {
             tracing::debug!("Creating {}", dir.display());
@@ -159,6 +210,11 @@ impl MetadataDb {
                 .create(dir)
                 .map_err(|source| StateError::Directory { path: dir.display().to_string(), source })?;
         }
+        Ok(())
+    }
+
+    pub fn save(&self) -> Result<(), StateError> {
+        self.make_dir()?;
         cfn_host::durable::replace(&self.path, self.to_text().as_bytes(), 0o600)
             .map_err(|source| StateError::Write { path: self.path.display().to_string(), source })
     }
