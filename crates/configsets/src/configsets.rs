@@ -12,6 +12,12 @@ use std::collections::{HashMap, HashSet};
 /// configSet name → the config names it runs, in order.
 pub type ConfigSets = Vec<(String, Vec<String>)>;
 
+/// The most config runs all configSets together may expand to. A reference repeats
+/// everything the set it names runs, so forty sets that each name the one before twice
+/// would expand to 2^40 runs and exhaust memory before anything runs; real templates
+/// run a few dozen.
+pub const MAX_CONFIG_RUNS: usize = 100_000;
+
 const NOT_A_MAPPING: &str = "configSets should be a mapping of name to list";
 const BAD_ENTRY: &str =
     "Config definitions must be either a config name or a reference in the format {'ConfigSet':<config set name>}";
@@ -60,6 +66,7 @@ pub fn resolve(init: &Map<String, Value>) -> Result<ConfigSets, ModelError> {
         ));
     }
     let mut resolved: HashMap<String, Vec<String>> = HashMap::new();
+    let mut total_runs = 0usize;
     loop {
         let ready: Vec<usize> = (0..entries.len())
             .filter(|&i| !resolved.contains_key(&entries[i].0))
@@ -69,6 +76,19 @@ pub fn resolve(init: &Map<String, Value>) -> Result<ConfigSets, ModelError> {
             break;
         }
         for i in ready {
+            // Counted before anything is copied.
+            let runs = entries[i].1.iter().fold(0usize, |sum, entry| match entry {
+                Entry::Config(_) => sum.saturating_add(1),
+                Entry::Reference(r) => sum.saturating_add(resolved[r].len()),
+            });
+            total_runs = total_runs.saturating_add(runs);
+            if total_runs > MAX_CONFIG_RUNS {
+                return Err(ModelError(format!(
+                    "The configSets run more than {MAX_CONFIG_RUNS} configs in all (configSet {} alone runs {runs}); \
+                     this is not allowed",
+                    entries[i].0
+                )));
+            }
             let configs = entries[i]
                 .1
                 .iter()
@@ -186,6 +206,32 @@ mod tests {
         for (init, message) in cases {
             assert_eq!(run(init.clone()), Err(message.to_string()), "{init}");
         }
+    }
+
+    /// Sets that each name the one before twice double at every step: refused once the
+    /// runs pass the bound, before they are built (INIT-CS-06: duplicates are kept).
+    #[test]
+    fn doubling_references_are_bounded() {
+        let chain = |n: usize| {
+            let mut sets = Map::new();
+            sets.insert("s0".into(), json!(["c", "c"]));
+            for i in 1..n {
+                let previous = json!({"ConfigSet": format!("s{}", i - 1)});
+                sets.insert(format!("s{i}"), json!([previous, previous]));
+            }
+            json!({"configSets": sets, "c": {}})
+        };
+        // 2 + 4 + … + 2^15 = 65,534 runs: allowed.
+        let sets = run(chain(15)).unwrap();
+        assert_eq!(sets.last().unwrap().1.len(), 1 << 15);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            run(chain(64)),
+            Err("The configSets run more than 100000 configs in all (configSet s15 alone runs 65536); \
+                 this is not allowed"
+                .into())
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
