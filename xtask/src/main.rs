@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod dist;
 mod emulator;
+mod fuzz;
 mod testroot;
 
 use anyhow::{Context, Result, bail};
@@ -19,9 +20,10 @@ fn main() -> ExitCode {
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64]>"
+                "usage: cargo xtask <test [cargo test args…] | demo | bench [--vs PREFIX] [--runs N] [--quick] | dist [--skip-aarch64] | fuzz [--minutes M] [--only NAME,…]>"
             );
             return ExitCode::from(2);
         }
