@@ -234,6 +234,36 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
+    /// References repeat what they name, so chains of sets that name the previous one
+    /// several times grow exponentially: resolution still ends at once, with the runs or
+    /// with the bound's message (it never builds more than the bound). Every chain length
+    /// and fan-out up to the bound and well past it, exhaustively (each case may build up
+    /// to 100,000 names, too slow to draw at random by the million).
+    #[test]
+    fn repeated_references_are_bounded() {
+        for fan_out in 1usize..4 {
+            for length in 1usize..80 {
+                let mut sets = Map::new();
+                sets.insert("s0".into(), json!(vec!["c"; fan_out]));
+                for i in 1..length {
+                    sets.insert(format!("s{i}"), json!(vec![json!({"ConfigSet": format!("s{}", i - 1)}); fan_out]));
+                }
+                let init = json!({"configSets": sets, "c": {}});
+                let total: f64 = (1..=length).map(|i| (fan_out as f64).powi(i as i32)).sum();
+                match resolve(init.as_object().unwrap()) {
+                    Ok(resolved) => {
+                        assert!(total <= MAX_CONFIG_RUNS as f64, "{length} × {fan_out}");
+                        assert_eq!(resolved.iter().map(|(_, c)| c.len()).sum::<usize>() as f64, total);
+                    }
+                    Err(e) => {
+                        assert!(total > MAX_CONFIG_RUNS as f64, "{length} × {fan_out}: {e}");
+                        assert!(e.0.starts_with("The configSets run more than 100000 configs in all"), "{e}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn requested_names_are_trimmed() {
         assert_eq!(requested(None), ["default"]);
