@@ -443,6 +443,9 @@ fn split_hyphenated(word: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -8,6 +8,7 @@ mod demo;
 mod dist;
 mod emulator;
 mod fleet;
+mod fuzz;
 mod soak;
 mod testroot;
 
@@ -23,6 +24,7 @@ const USAGE: &str = "usage: cargo xtask <task>
   dist [--skip-aarch64]
   crash [--kills N] [--seed S]
   fleet [--agents N] [--hours H] [--throttled-minutes M] [--seed S]
+  fuzz [--minutes M] [--only NAME,...]
   soak [--minutes M]";
 
 fn main() -> ExitCode {
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Some("dist") => dist::run(&args[1..]),
         Some("crash") => crash::run(&args[1..]),
         Some("fleet") => fleet::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         _ => {
             eprintln!("{USAGE}");

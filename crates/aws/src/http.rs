@@ -580,6 +580,16 @@ pub fn redact_urls_in(text: &str) -> String {
             continue;
         }
         let mut end = text[separator..].find(is_end).map_or(text.len(), |i| separator + i);
+        // A password may hold a quote or `<`/`>` (the URL parser takes them): when an `@`
+        // further on still lies in the authority, the URL runs past the quote to it.
+        let authority = &text[separator + 3..];
+        let authority =
+            &authority[..authority.find(|c: char| c.is_whitespace() || "/?#\\".contains(c)).unwrap_or(authority.len())];
+        if let Some(at) = authority.rfind('@').map(|i| separator + 3 + i)
+            && at > end
+        {
+            end = text[at..].find(is_end).map_or(text.len(), |i| at + i);
+        }
         while end > separator + 3 && matches!(bytes[end - 1], b'.' | b',' | b':' | b';' | b'!' | b'?' | b')') {
             end -= 1;
         }
@@ -683,6 +693,10 @@ mod tests {
             "error: skipping https://REDACTED@h/x.rpm?sig=REDACTED - transfer failed"
         );
         assert_eq!(redact_urls_in("(x+https://u:p@h/)"), "(x+https://REDACTED@h/)");
+        // A quote in the password does not end the URL early (found by fuzzing).
+        assert_eq!(redact_urls_in("https://a:'pw@h/x"), "https://REDACTED@h/x");
+        assert_eq!(redact_urls_in("[\"https://a:p'w@h/x.rpm\", '/b.rpm']"), "[\"https://REDACTED@h/x.rpm\", '/b.rpm']");
+        assert_eq!(redact_urls_in("<http://u:p>w@h> <http://h/>"), "<http://REDACTED@h> <http://h/>");
         let message = "Failed to retrieve http://u:p@h/x?a=1&Signature=s: HTTP Error 403. See http://h/?token=t.";
         let redacted = "Failed to retrieve http://REDACTED@h/x?a=1&Signature=REDACTED: HTTP Error 403. \
                         See http://h/?token=REDACTED.";

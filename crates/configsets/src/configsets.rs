@@ -12,6 +12,12 @@ use std::collections::{HashMap, HashSet};
 /// configSet name → the config names it runs, in order.
 pub type ConfigSets = Vec<(String, Vec<String>)>;
 
+/// The most config runs all configSets together may expand to. A reference repeats
+/// everything the set it names runs, so forty sets that each name the one before twice
+/// would expand to 2^40 runs and exhaust memory before anything runs; real templates
+/// run a few dozen.
+pub const MAX_CONFIG_RUNS: usize = 100_000;
+
 const NOT_A_MAPPING: &str = "configSets should be a mapping of name to list";
 const BAD_ENTRY: &str =
     "Config definitions must be either a config name or a reference in the format {'ConfigSet':<config set name>}";
@@ -60,6 +66,7 @@ pub fn resolve(init: &Map<String, Value>) -> Result<ConfigSets, ModelError> {
         ));
     }
     let mut resolved: HashMap<String, Vec<String>> = HashMap::new();
+    let mut total_runs = 0usize;
     loop {
         let ready: Vec<usize> = (0..entries.len())
             .filter(|&i| !resolved.contains_key(&entries[i].0))
@@ -69,6 +76,19 @@ pub fn resolve(init: &Map<String, Value>) -> Result<ConfigSets, ModelError> {
             break;
         }
         for i in ready {
+            // Counted before anything is copied.
+            let runs = entries[i].1.iter().fold(0usize, |sum, entry| match entry {
+                Entry::Config(_) => sum.saturating_add(1),
+                Entry::Reference(r) => sum.saturating_add(resolved[r].len()),
+            });
+            total_runs = total_runs.saturating_add(runs);
+            if total_runs > MAX_CONFIG_RUNS {
+                return Err(ModelError(format!(
+                    "The configSets run more than {MAX_CONFIG_RUNS} configs in all (configSet {} alone runs {runs}); \
+                     this is not allowed",
+                    entries[i].0
+                )));
+            }
             let configs = entries[i]
                 .1
                 .iter()
@@ -185,6 +205,62 @@ mod tests {
         ];
         for (init, message) in cases {
             assert_eq!(run(init.clone()), Err(message.to_string()), "{init}");
+        }
+    }
+
+    /// Sets that each name the one before twice double at every step: refused once the
+    /// runs pass the bound, before they are built (INIT-CS-06: duplicates are kept).
+    #[test]
+    fn doubling_references_are_bounded() {
+        let chain = |n: usize| {
+            let mut sets = Map::new();
+            sets.insert("s0".into(), json!(["c", "c"]));
+            for i in 1..n {
+                let previous = json!({"ConfigSet": format!("s{}", i - 1)});
+                sets.insert(format!("s{i}"), json!([previous, previous]));
+            }
+            json!({"configSets": sets, "c": {}})
+        };
+        // 2 + 4 + … + 2^15 = 65,534 runs: allowed.
+        let sets = run(chain(15)).unwrap();
+        assert_eq!(sets.last().unwrap().1.len(), 1 << 15);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            run(chain(64)),
+            Err("The configSets run more than 100000 configs in all (configSet s15 alone runs 65536); \
+                 this is not allowed"
+                .into())
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// References repeat what they name, so chains of sets that name the previous one
+    /// several times grow exponentially: resolution still ends at once, with the runs or
+    /// with the bound's message (it never builds more than the bound). Every chain length
+    /// and fan-out up to the bound and well past it, exhaustively (each case may build up
+    /// to 100,000 names, too slow to draw at random by the million).
+    #[test]
+    fn repeated_references_are_bounded() {
+        for fan_out in 1usize..4 {
+            for length in 1usize..80 {
+                let mut sets = Map::new();
+                sets.insert("s0".into(), json!(vec!["c"; fan_out]));
+                for i in 1..length {
+                    sets.insert(format!("s{i}"), json!(vec![json!({"ConfigSet": format!("s{}", i - 1)}); fan_out]));
+                }
+                let init = json!({"configSets": sets, "c": {}});
+                let total: f64 = (1..=length).map(|i| (fan_out as f64).powi(i as i32)).sum();
+                match resolve(init.as_object().unwrap()) {
+                    Ok(resolved) => {
+                        assert!(total <= MAX_CONFIG_RUNS as f64, "{length} × {fan_out}");
+                        assert_eq!(resolved.iter().map(|(_, c)| c.len()).sum::<usize>() as f64, total);
+                    }
+                    Err(e) => {
+                        assert!(total > MAX_CONFIG_RUNS as f64, "{length} × {fan_out}: {e}");
+                        assert!(e.0.starts_with("The configSets run more than 100000 configs in all"), "{e}");
+                    }
+                }
+            }
         }
     }
 
