@@ -1335,3 +1335,32 @@ fn a_credential_error_found_by_the_daemon_reaches_the_launcher() {
     drop(reaper);
     assert!(hup.marks().is_empty());
 }
+
+#[test]
+fn the_state_file_is_made_empty_at_start_and_read_as_no_state() {
+    // STATE-04, as the reference: the private data directory and an empty
+    // metadata_db.json exist from the start, even when the first pass stores nothing.
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks("[missing]\ntriggers=post.add\npath=Resources.Missing.Metadata\naction=true\n");
+    hup.cmd().args(["-v", "--no-daemon"]).run().code(0);
+    let dir = hup.db_path().parent().unwrap().to_path_buf();
+    let mode = |path: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions());
+    assert_eq!(mode(&dir) & 0o7777, 0o700);
+    assert_eq!(mode(&hup.db_path()) & 0o7777, 0o600);
+    assert_eq!(std::fs::read(hup.db_path()).unwrap(), b"", "the pass stored nothing, the file stays empty");
+    let log = hup.log();
+    let initialized =
+        log.find(&format!("[DEBUG] CloudFormation client initialized with endpoint {}\n", hup.emulator.url));
+    let creating = log.find(&format!("[DEBUG] Creating {}\n", dir.display()));
+    assert!(initialized.is_some() && creating.is_some() && initialized < creating, "{log}");
+
+    // The empty file is no state: a post.add hook fires, without a warning about it.
+    hup.hooks(&format!(
+        "[add]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("add")
+    ));
+    hup.once();
+    assert_eq!(hup.marks(), ["add CFN_NEW_METADATA=v"]);
+    assert!(!hup.log().contains("Ignoring"), "{}", hup.log());
+    assert_eq!(read(&hup.db_path()), r#"{"add|Resources.Instance.Metadata.k": "v"}"#);
+}

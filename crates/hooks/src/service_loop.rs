@@ -140,6 +140,7 @@ fn listener_options(
 pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<(), ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let service = Service::new(&config.main, imds)?;
+    create_state(config);
     let client = service.client()?;
     let mut db = MetadataDb::load(&MetadataDb::default_path());
     let baseline = InitBaseline::new(&config.main.stack, &config.main.region);
@@ -158,6 +159,17 @@ pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<
     Ok(())
 }
 
+/// The update hooks' state file, made empty before the first pass as the reference
+/// does (STATE-04); a failure is reported and the passes try again when they store.
+fn create_state(config: &HupConfig) {
+    if config.hooks.is_empty() {
+        return;
+    }
+    if let Err(e) = MetadataDb::create(&MetadataDb::default_path()) {
+        tracing::warn!("{e}");
+    }
+}
+
 /// The service, ready to run: credentials resolved, the listener made (not started).
 pub struct Prepared {
     config: HupConfig,
@@ -174,6 +186,7 @@ pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
     let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
+    create_state(&config);
     // The listener's own client: its rounds and the passes run side by side.
     let listener = match listener_id {
         None => None,
