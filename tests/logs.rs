@@ -69,7 +69,7 @@ fn logs_go_to_var_log_in_the_reference_format() {
         "{text}"
     );
     // `-v` shows the tools' DEBUG lines, not the AWS SDK's own (its orchestration phases).
-    assert!(main.contains("[DEBUG] Calling DescribeStackResource at "), "{text}");
+    assert!(main.contains(&format!("[DEBUG] Describing resource Instance in stack {stack}\n")), "{text}");
     assert!(!main.contains("phase") && !main.contains("attempt #") && !main.contains("endpoint Endpoint"), "{text}");
     let wire = section("cfn-wire.log");
     assert!(wire.starts_with("== cfn-wire.log 600\n"), "{text}");
@@ -159,13 +159,19 @@ fn verbose_switches_the_main_log_to_debug() {
     let quiet = Sandbox::new();
     quiet.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
     assert!(!quiet.log("cfn-init.log").contains("[DEBUG]"), "{}", quiet.log("cfn-init.log"));
-    let verbose = Sandbox::new();
-    verbose.cmd("cfn-get-metadata").args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
-    assert!(
-        verbose.log("cfn-init.log").contains("[DEBUG] Calling DescribeStackResource"),
-        "{}",
-        verbose.log("cfn-init.log")
-    );
+    // The reference's DEBUG lines for the client and each DescribeStackResource attempt
+    // (LOG-02): the endpoint as given, without a slash added.
+    for tool in ["cfn-get-metadata", "cfn-init"] {
+        let verbose = Sandbox::new();
+        verbose.cmd(tool).args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
+        let log = verbose.log("cfn-init.log");
+        let lines: Vec<&str> = log.lines().filter_map(|l| l.get(24..)).collect();
+        let expected = [
+            format!("[DEBUG] CloudFormation client initialized with endpoint {}", emulator.url),
+            format!("[DEBUG] Describing resource Instance in stack {stack}"),
+        ];
+        assert_eq!(&lines[..2], &expected[..], "{tool}: {log}");
+    }
 }
 
 #[test]

@@ -26,13 +26,19 @@ pub fn dns_suffix(region: &str) -> &'static str {
     }
 }
 
-/// The endpoint to call: `--url` verbatim when given, else the regional endpoint. A
-/// trailing `/` is added because requests go to the endpoint's root path.
-pub fn cloudformation_url(region: &str, url: Option<&str>) -> String {
-    let base = match url.map(str::trim).filter(|u| !u.is_empty()) {
+/// The endpoint as the user named it (`--url`, trimmed) or else the regional endpoint:
+/// what the reference's logs show.
+pub fn cloudformation_endpoint(region: &str, url: Option<&str>) -> String {
+    match url.map(str::trim).filter(|u| !u.is_empty()) {
         Some(u) => u.to_string(),
         None => format!("https://cloudformation.{region}.{}", dns_suffix(region)),
-    };
+    }
+}
+
+/// The endpoint to call: [`cloudformation_endpoint`] with a trailing `/`, because
+/// requests go to the endpoint's root path.
+pub fn cloudformation_url(region: &str, url: Option<&str>) -> String {
+    let base = cloudformation_endpoint(region, url);
     if base.ends_with('/') { base } else { format!("{base}/") }
 }
 
