@@ -283,10 +283,13 @@ fn run_case(case: &Case) -> BTreeSet<(Aspect, String)> {
     differences
 }
 
-/// Every recorded case run once through our cfn-init: its name and what differed. Shared
-/// by the tests below, which run side by side.
-fn all_results() -> &'static [(String, BTreeSet<(Aspect, String)>)] {
-    static RESULTS: std::sync::OnceLock<Vec<(String, BTreeSet<(Aspect, String)>)>> = std::sync::OnceLock::new();
+/// A case's name and what differed, with the details.
+type CaseResult = (String, BTreeSet<(Aspect, String)>);
+
+/// Every recorded case run once through our cfn-init. Shared by the tests below, which
+/// run side by side.
+fn all_results() -> &'static [CaseResult] {
+    static RESULTS: std::sync::OnceLock<Vec<CaseResult>> = std::sync::OnceLock::new();
     RESULTS.get_or_init(|| {
         let cases = cases();
         assert!(cases.len() >= 100, "expected the recorded cases, found {}", cases.len());
@@ -340,7 +343,7 @@ fn cfn_init_behaves_like_the_reference_except_where_documented() {
     let only = std::env::var("CFN_GOLDEN_CASE").ok();
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    let results: Vec<(String, BTreeSet<(Aspect, String)>)> = match &only {
+    let results: Vec<CaseResult> = match &only {
         Some(name) => {
             cases().iter().filter(|c| &c.name == name).map(|case| (case.name.clone(), run_case(case))).collect()
         }
