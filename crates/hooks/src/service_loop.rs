@@ -136,11 +136,18 @@ fn listener_options(
 }
 
 /// `--no-daemon` (HUP-RUN-01): one pass with the reference's retries and error lines,
-/// then one round of the command listener.
-pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<(), ServiceError> {
+/// then one round of the command listener. `configured` is called once the client and
+/// the state file are made, where the reference's configuration step ends.
+pub fn once(
+    config: &HupConfig,
+    imds: Arc<Imds>,
+    settings: &Settings,
+    configured: impl FnOnce(),
+) -> Result<(), ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let service = Service::new(&config.main, imds)?;
     create_state(config);
+    configured();
     let client = service.client()?;
     let mut db = MetadataDb::load(&MetadataDb::default_path());
     let baseline = InitBaseline::new(&config.main.stack, &config.main.region);
@@ -181,12 +188,18 @@ pub struct Prepared {
 }
 
 /// Everything that can fail before the service runs and needs no runtime: the
-/// interval, the listener id, credentials.
-pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result<Prepared, ServiceError> {
+/// interval, the listener id, credentials. `configured` as for [`once`].
+pub fn prepare(
+    config: HupConfig,
+    imds: Arc<Imds>,
+    settings: Settings,
+    configured: impl FnOnce(),
+) -> Result<Prepared, ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
     let service = Service::new(&config.main, imds.clone())?.with_retry(SERVICE_RETRY);
     create_state(&config);
+    configured();
     // The listener's own client: its rounds and the passes run side by side.
     let listener = match listener_id {
         None => None,
