@@ -1362,9 +1362,11 @@ fn the_state_file_is_made_empty_at_start_and_read_as_no_state() {
         "[add]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n",
         hup.recorder("add")
     ));
-    hup.once();
+    hup.cmd().args(["-v", "--no-daemon"]).run().code(0);
     assert_eq!(hup.marks(), ["add CFN_NEW_METADATA=v"]);
     assert!(!hup.log().contains("Ignoring"), "{}", hup.log());
+    // The action printed nothing: the reference's words for that.
+    assert!(hup.log().contains("[DEBUG] Action for add output: <None>\n"), "{}", hup.log());
     assert_eq!(read(&hup.db_path()), r#"{"add|Resources.Instance.Metadata.k": "v"}"#);
 }
 

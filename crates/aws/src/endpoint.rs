@@ -105,6 +105,9 @@ mod tests {
         assert_eq!(cloudformation_url("us-east-1", Some("http://127.0.0.1:5000")), "http://127.0.0.1:5000/");
         assert_eq!(cloudformation_url("cn-north-1", Some("https://x.example/api/")), "https://x.example/api/");
         assert_eq!(cloudformation_url("us-east-1", Some("")), "https://cloudformation.us-east-1.amazonaws.com/");
+        // What the logs show: the URL as given, the regional one without a slash.
+        assert_eq!(cloudformation_endpoint("us-east-1", Some(" http://127.0.0.1:5000 ")), "http://127.0.0.1:5000");
+        assert_eq!(cloudformation_endpoint("cn-north-1", None), "https://cloudformation.cn-north-1.amazonaws.com.cn");
     }
 }
 
