@@ -1150,3 +1150,42 @@ fn configset_errors_come_from_stack_metadata_too() {
         .stdout_is("")
         .stderr_is(&build_error("Configuration set missing was referenced but not defined"));
 }
+
+#[test]
+fn the_state_directory_is_made_private_at_start_even_when_the_run_fails() {
+    // STATE-01: as the reference's work log does, /var/lib/cfn-init (0700) exists before
+    // anything can fail: a missing file, a credential error, a stack error.
+    let emulator = Emulator::shared();
+    let runs: Vec<(&str, Vec<String>)> = vec![
+        ("missing file", vec!["/nonexistent/metadata.json".into()]),
+        (
+            "credential error",
+            vec!["-s".into(), "s".into(), "-r".into(), "R".into(), "-f".into(), "/nonexistent/creds".into()],
+        ),
+        (
+            "stack error",
+            vec![
+                "-s".into(),
+                unique("no-such-stack"),
+                "-r".into(),
+                "Instance".into(),
+                "--url".into(),
+                emulator.url.clone(),
+                "--access-key".into(),
+                ACCESS_KEY.into(),
+                "--secret-key".into(),
+                SECRET_KEY.into(),
+            ],
+        ),
+    ];
+    for (what, args) in runs {
+        let sandbox = Sandbox::new();
+        let run = sandbox.cmd("cfn-init").args(&args).run();
+        run.code(1);
+        let state = sandbox.path("lib/cfn-init");
+        let meta = std::fs::metadata(&state).unwrap_or_else(|e| panic!("{what}: no {}: {e}", state.display()));
+        assert!(meta.is_dir(), "{what}");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o700, "{what}");
+        assert!(!state.join("data").exists(), "{what}: data/ is made only with metadata to store");
+    }
+}

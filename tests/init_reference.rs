@@ -283,24 +283,82 @@ fn run_case(case: &Case) -> BTreeSet<(Aspect, String)> {
     differences
 }
 
+/// A case's name and what differed, with the details.
+type CaseResult = (String, BTreeSet<(Aspect, String)>);
+
+/// Every recorded case run once through our cfn-init. Shared by the tests below, which
+/// run side by side.
+fn all_results() -> &'static [CaseResult] {
+    static RESULTS: std::sync::OnceLock<Vec<CaseResult>> = std::sync::OnceLock::new();
+    RESULTS.get_or_init(|| {
+        let cases = cases();
+        assert!(cases.len() >= 100, "expected the recorded cases, found {}", cases.len());
+        cases.iter().map(|case| (case.name.clone(), run_case(case))).collect()
+    })
+}
+
+/// The share of recorded cases whose cfn-init.log and cfn-init-cmd.log ours reproduces
+/// line for line, byte for byte, once times, pids, the temporary root and retry sleeps
+/// are normalised and Python tracebacks (which the golden data keeps only in part) are
+/// dropped. Log parsers and alarms grep these files; the lines that differ on purpose
+/// are the `Log`/`CmdLog` entries of `DEVIATIONS`.
+const IDENTICAL_LOGS_AT_LEAST: (usize, usize) = (108, 137);
+
+#[test]
+fn the_share_of_byte_identical_logs_does_not_fall() {
+    let results = all_results();
+    let differing: Vec<&str> = results
+        .iter()
+        .filter(|(_, differences)| differences.iter().any(|(aspect, _)| matches!(aspect, Log | CmdLog)))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let identical = results.len() - differing.len();
+    if let Some(dir) = std::env::var_os("CFN_GOLDEN_DIFFS") {
+        // For people working on a difference: each case's log differences as a file.
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, differences) in results {
+            let logs: Vec<&str> =
+                differences.iter().filter(|(a, _)| matches!(a, Log | CmdLog)).map(|(_, d)| d.as_str()).collect();
+            if !logs.is_empty() {
+                std::fs::write(Path::new(&dir).join(format!("log-{name}.txt")), logs.join("\n\n")).unwrap();
+            }
+        }
+    }
+    println!(
+        "byte-identical cfn-init.log and cfn-init-cmd.log: {identical} of {} recorded cases ({:.1}%); differing: {}",
+        results.len(),
+        100.0 * identical as f64 / results.len() as f64,
+        differing.join(" ")
+    );
+    let (floor, of) = IDENTICAL_LOGS_AT_LEAST;
+    assert!(
+        identical * of >= floor * results.len(),
+        "{identical} of {} identical, below {floor} in {of}; differing: {differing:?}",
+        results.len()
+    );
+}
+
 #[test]
 fn cfn_init_behaves_like_the_reference_except_where_documented() {
-    let cases = cases();
-    assert!(cases.len() >= 100, "expected the recorded cases, found {}", cases.len());
     let only = std::env::var("CFN_GOLDEN_CASE").ok();
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for case in cases.iter().filter(|c| only.as_deref().is_none_or(|o| o == c.name)) {
-        let differences = run_case(case);
+    let results: Vec<CaseResult> = match &only {
+        Some(name) => {
+            cases().iter().filter(|c| &c.name == name).map(|case| (case.name.clone(), run_case(case))).collect()
+        }
+        None => all_results().to_vec(),
+    };
+    for (name, differences) in &results {
         let differing: BTreeSet<Aspect> = differences.iter().map(|(a, _)| *a).collect();
         let allowed: BTreeSet<Aspect> = DEVIATIONS
             .iter()
-            .find(|(name, _, _)| *name == case.name)
+            .find(|(case, _, _)| case == name)
             .map(|(_, aspects, _)| aspects.iter().copied().collect())
             .unwrap_or_default();
         if differing != allowed {
-            summary.push(format!("{}: differs in {differing:?}, documented {allowed:?}", case.name));
-            for (aspect, detail) in &differences {
+            summary.push(format!("{name}: differs in {differing:?}, documented {allowed:?}"));
+            for (aspect, detail) in differences {
                 if !allowed.contains(aspect) {
                     failures.push(detail.clone());
                 }

@@ -69,7 +69,7 @@ fn logs_go_to_var_log_in_the_reference_format() {
         "{text}"
     );
     // `-v` shows the tools' DEBUG lines, not the AWS SDK's own (its orchestration phases).
-    assert!(main.contains("[DEBUG] Calling DescribeStackResource at "), "{text}");
+    assert!(main.contains(&format!("[DEBUG] Describing resource Instance in stack {stack}\n")), "{text}");
     assert!(!main.contains("phase") && !main.contains("attempt #") && !main.contains("endpoint Endpoint"), "{text}");
     let wire = section("cfn-wire.log");
     assert!(wire.starts_with("== cfn-wire.log 600\n"), "{text}");
@@ -159,13 +159,19 @@ fn verbose_switches_the_main_log_to_debug() {
     let quiet = Sandbox::new();
     quiet.cmd("cfn-get-metadata").args(["-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
     assert!(!quiet.log("cfn-init.log").contains("[DEBUG]"), "{}", quiet.log("cfn-init.log"));
-    let verbose = Sandbox::new();
-    verbose.cmd("cfn-get-metadata").args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
-    assert!(
-        verbose.log("cfn-init.log").contains("[DEBUG] Calling DescribeStackResource"),
-        "{}",
-        verbose.log("cfn-init.log")
-    );
+    // The reference's DEBUG lines for the client and each DescribeStackResource attempt
+    // (LOG-02): the endpoint as given, without a slash added.
+    for tool in ["cfn-get-metadata", "cfn-init"] {
+        let verbose = Sandbox::new();
+        verbose.cmd(tool).args(["-v", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run().code(0);
+        let log = verbose.log("cfn-init.log");
+        let lines: Vec<&str> = log.lines().filter_map(|l| l.get(24..)).collect();
+        let expected = [
+            format!("[DEBUG] CloudFormation client initialized with endpoint {}", emulator.url),
+            format!("[DEBUG] Describing resource Instance in stack {stack}"),
+        ];
+        assert_eq!(&lines[..2], &expected[..], "{tool}: {log}");
+    }
 }
 
 #[test]
@@ -173,4 +179,134 @@ fn missing_options_are_reported_before_logs_are_created() {
     let sandbox = Sandbox::new();
     sandbox.cmd("cfn-get-metadata").arg("-s").arg("x").run().code(1);
     assert!(std::fs::read_dir(sandbox.path("log")).unwrap().next().is_none(), "logs were created");
+}
+
+/// The recording in tests/golden/reference-stack (see its README.md): what the reference
+/// logged reading a stack with `-v`, and what it left in /var/lib, also when it failed.
+fn reference_stack(name: &str) -> String {
+    read(&workspace().join("tests/golden/reference-stack").join(name))
+}
+
+/// `path type mode [size]` of everything under `dir`, as the recording lists /var/lib
+/// (a directory's size depends on the file system and is left out).
+fn state_listing(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap().flatten() {
+            let meta = entry.metadata().unwrap();
+            let rel = format!("./{}", entry.path().strip_prefix(dir).unwrap().display());
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.is_dir() {
+                out.push(format!("{rel} directory {mode:o}"));
+                pending.push(entry.path());
+            } else {
+                let kind = if meta.len() == 0 { "regular empty file" } else { "regular file" };
+                out.push(format!("{rel} {kind} {mode:o} {}", meta.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn recorded_listing(name: &str) -> Vec<String> {
+    reference_stack(name)
+        .lines()
+        .map(|l| if l.contains(" directory ") { l.rsplit_once(' ').unwrap().0.to_string() } else { l.to_string() })
+        .collect()
+}
+
+#[test]
+fn reading_a_stack_logs_and_leaves_what_the_reference_does() {
+    // LOG-02, STATE-01, STATE-04: the same stack and commands as the recording.
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let files = sandbox.path("files");
+    std::fs::create_dir(&files).unwrap();
+    let file = files.join("f.txt").display().to_string();
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {"files": {file.clone(): {"content": "from the stack\n"}}}}, "k": "v"});
+    let stack = emulator.create_stack(&unique("refstack"), &instance_template(&metadata));
+    let creds = sandbox.credential_file(0o600, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
+    let as_recorded = |log: &str| -> Vec<String> {
+        log.lines()
+            .map(|l| {
+                let l = if l.len() > 24 && l.as_bytes()[23] == b' ' { &l[24..] } else { l };
+                let l = match l.split_once(' ') {
+                    Some((pid, rest)) if pid.starts_with('P') && pid[1..].bytes().all(|b| b.is_ascii_digit()) => rest,
+                    _ => l,
+                };
+                l.replace(&emulator.url, "http://127.0.0.1:5055")
+                    .replace(&format!("stack {stack}"), "stack refstack")
+                    .replace(&files.display().to_string(), "{W}/files")
+            })
+            .collect()
+    };
+    let args = ["-v", "-s", &stack, "-r", "Instance", "-u", &emulator.url, "-f", &creds.display().to_string()];
+    for (tool, case) in [("cfn-get-metadata", "get-metadata-verbose"), ("cfn-init", "init-verbose")] {
+        let _ = std::fs::remove_file(sandbox.path("log/cfn-init.log"));
+        let _ = std::fs::remove_file(sandbox.path("log/cfn-init-cmd.log"));
+        sandbox.cmd(tool).args(args).run().code(0);
+        for log in ["cfn-init.log", "cfn-init-cmd.log"] {
+            let recorded = workspace().join("tests/golden/reference-stack").join(format!("{case}.{log}"));
+            if recorded.exists() {
+                assert_eq!(as_recorded(&sandbox.log(log)), as_recorded(&read(&recorded)), "{tool}: {log}");
+            }
+        }
+    }
+    assert_eq!(read(std::path::Path::new(&file)), "from the stack\n");
+
+    // Early failures leave the private state directory all the same.
+    for (case, args) in [
+        ("init-missing-file", vec!["-v".to_string(), "/nonexistent/metadata.json".to_string()]),
+        (
+            "init-credential-error",
+            vec![
+                "-s".into(),
+                stack.clone(),
+                "-r".into(),
+                "Instance".into(),
+                "-u".into(),
+                emulator.url.clone(),
+                "-f".into(),
+                "/nonexistent/creds".into(),
+            ],
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        sandbox.cmd("cfn-init").args(&args).run().code(1);
+        assert_eq!(state_listing(&sandbox.path("lib")), recorded_listing(&format!("{case}.var-lib")), "{case}");
+    }
+
+    // cfn-hup's first pass fails: the client and state lines, the empty state file.
+    let sandbox = Sandbox::new();
+    let conf = sandbox.path("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(
+        conf.join("cfn-hup.conf"),
+        format!("[main]\nstack={stack}\ncredential-file={}\nurl={}\n", creds.display(), emulator.url),
+    )
+    .unwrap();
+    std::fs::write(
+        conf.join("hooks.conf"),
+        "[missing]\ntriggers=post.add\npath=Resources.Missing.Metadata\naction=echo ran\n",
+    )
+    .unwrap();
+    sandbox.cmd("cfn-hup").arg("-c").arg(&conf).arg("--no-daemon").run().code(0);
+    assert_eq!(state_listing(&sandbox.path("lib")), recorded_listing("hup-failing-pass.var-lib"));
+    let ours = as_recorded(&sandbox.log("cfn-hup.log"))
+        .into_iter()
+        .map(|l| l.replace(&sandbox.path("lib").display().to_string(), "/var/lib"))
+        .collect::<Vec<_>>();
+    let reference = as_recorded(&reference_stack("hup-failing-pass.cfn-hup.log"));
+    // The two lines before the pass are the reference's; the failure is one line instead
+    // of a Python traceback (a deliberate difference).
+    assert_eq!(ours[..2], reference[..2], "{ours:#?}");
+    assert_eq!(
+        ours.last().map(String::as_str),
+        Some(
+            "[ERROR] Exception caught while running hook missing: ValidationError: Resource Missing does not exist for stack refstack"
+        )
+    );
 }

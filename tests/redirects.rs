@@ -103,6 +103,61 @@ fn each_hop_chooses_its_credentials_afresh() {
 }
 
 #[test]
+fn a_named_block_goes_over_plain_http_with_a_warning_and_only_to_the_source_host() {
+    // INIT-AUTH-05: the block the file names is used for a plain-HTTP source, as the
+    // reference does; the log says plainly that the password travels unencrypted.
+    let (other_port, other_heads) = serve_on("127.0.0.1", |_| ok("from the other host"));
+    let (port, heads) = serve_on("127.0.0.1", move |head| {
+        if authorization(head).as_deref() != Some(BASIC) {
+            return "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".to_string();
+        }
+        if head.starts_with("GET /moved ") {
+            redirect(&format!("http://localhost:{other_port}/elsewhere"))
+        } else {
+            ok("protected")
+        }
+    });
+    let sandbox = Sandbox::new();
+    let metadata = |path: &str| {
+        json!({
+            "AWS::CloudFormation::Authentication": {
+                "web": {"type": "basic", "username": "user", "password": PASSWORD},
+                "scoped": {"type": "basic", "username": "user", "password": PASSWORD, "uris": ["other.example"]}
+            },
+            "AWS::CloudFormation::Init": {"config": {"files": {
+                sandbox.path("root/named").display().to_string(): {"source": format!("http://127.0.0.1:{port}/{path}"), "authentication": "web"}
+            }}}
+        })
+    };
+    std::fs::create_dir_all(sandbox.path("root")).unwrap();
+    std::fs::write(sandbox.path("metadata.json"), metadata("file").to_string()).unwrap();
+    sandbox.cmd("cfn-init").arg(sandbox.path("metadata.json")).run().code(0);
+    assert_eq!(std::fs::read_to_string(sandbox.path("root/named")).unwrap(), "protected");
+    assert_eq!(authorization(&heads.lock().unwrap()[0]).as_deref(), Some(BASIC));
+    let log = sandbox.log("cfn-init.log");
+    let warning = format!(
+        "[WARNING] Authentication web sends the password of user user unencrypted over plain HTTP to http://127.0.0.1:{port}/file: anyone on the network path can read it; use an https:// URL"
+    );
+    assert!(log.contains(&warning), "{log}");
+    assert!(!log.contains(PASSWORD), "{log}");
+
+    // A redirect to another host: that hop gets nothing (the per-hop choice).
+    std::fs::write(sandbox.path("metadata.json"), metadata("moved").to_string()).unwrap();
+    sandbox.cmd("cfn-init").arg(sandbox.path("metadata.json")).run().code(0);
+    assert_eq!(std::fs::read_to_string(sandbox.path("root/named")).unwrap(), "from the other host");
+    let other = other_heads.lock().unwrap().clone();
+    assert_eq!(other.len(), 1);
+    assert_eq!(authorization(&other[0]), None, "credentials followed the redirect: {other:?}");
+
+    // A named block with uris keeps its host restriction: not sent, the server refuses.
+    let scoped = metadata("file").to_string().replace(r#""authentication":"web""#, r#""authentication":"scoped""#);
+    std::fs::write(sandbox.path("metadata.json"), scoped).unwrap();
+    sandbox.cmd("cfn-init").arg(sandbox.path("metadata.json")).run().code(1);
+    let last = heads.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(authorization(&last), None, "{last}");
+}
+
+#[test]
 fn nothing_is_sent_with_credentials_after_a_redirect_from_https_to_http() {
     let sandbox = Sandbox::new();
     let (ca, cert, key) = private_ca(sandbox.dir.path());

@@ -83,21 +83,23 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     };
     let dir = parsed.text("config_path").map(PathBuf::from).unwrap_or_else(paths::etc_dir);
     let verbose = parsed.flag("verbose");
-    // As in the reference: DEBUG while the configuration is read, then INFO or DEBUG.
+    // As in the reference: DEBUG while the configuration is read and the client and the
+    // state file are made (their DEBUG lines are in every cfn-hup.log), then INFO or DEBUG.
     logging::init("cfn-hup.log", tracing::Level::DEBUG);
     let config = match config::load(&dir) {
         Ok(config) => config,
         Err(e) => return report::failure(format!("Error: {e}")),
     };
-    logging::set_level(report::level(verbose || config.main.verbose));
+    let level = report::level(verbose || config.main.verbose);
+    let configured = move || logging::set_level(level);
     let imds = Arc::new(Imds::from_env());
     let settings = settings();
     match mode {
-        Mode::Once => match service_loop::once(&config, imds, &settings) {
+        Mode::Once => match service_loop::once(&config, imds, &settings, configured) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => report::failure(message(&e)),
         },
-        _ => serve(config, imds, settings, mode, verbose),
+        _ => serve(config, imds, settings, mode, verbose, configured),
     }
 }
 
@@ -133,7 +135,14 @@ fn message(error: &ServiceError) -> String {
     }
 }
 
-fn serve(config: HupConfig, imds: Arc<Imds>, settings: Settings, mode: Mode, verbose: bool) -> ExitCode {
+fn serve(
+    config: HupConfig,
+    imds: Arc<Imds>,
+    settings: Settings,
+    mode: Mode,
+    verbose: bool,
+    configured: impl FnOnce(),
+) -> ExitCode {
     // The configuration is checked before detaching (SPEC §14.6); what needs the network
     // (credentials, the listener id) is resolved by the daemon, which reports it.
     if let Err(e) = service_loop::interval(&config, &settings) {
@@ -144,7 +153,8 @@ fn serve(config: HupConfig, imds: Arc<Imds>, settings: Settings, mode: Mode, ver
         Err(e) => return report::failure(format!("Error: {e}")),
     };
     let pid_path = daemon::default_pid_path();
-    let start = || service_loop::prepare(config, imds, settings).and_then(|p| service_loop::start(p, &pid_path));
+    let start =
+        || service_loop::prepare(config, imds, settings, configured).and_then(|p| service_loop::start(p, &pid_path));
     let started = match mode {
         Mode::Daemon => match daemon::daemonize(umask) {
             Err(e) => return report::failure(format!("Error: {e}")),

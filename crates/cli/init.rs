@@ -52,6 +52,8 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
+    // First, before anything can fail, as the reference's work log does (STATE-01).
+    let state_dir = create_state_dir();
 
     let source = match metadata_source(&parsed) {
         Ok(source) => source,
@@ -63,7 +65,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Ok(metadata) => metadata,
         Err(code) => return code,
     };
-    if let Some((data, text)) = store_metadata(&metadata) {
+    if let Some((data, text)) = state_dir.and_then(|state| store_metadata(&state, &metadata)) {
         record_origin(&source, &api.region, &data, &text);
     }
 
@@ -154,20 +156,33 @@ fn check_credential_options(
     Ok(())
 }
 
-/// `/var/lib/cfn-init/data/metadata.json` (INIT-CLI-06, STATE-01, STATE-03): the whole
-/// metadata, pretty-printed, readable by root only because it can hold secrets.
-/// Returns the directory and the text stored, unless the directory could not be made.
-fn store_metadata(metadata: &Value) -> Option<(PathBuf, String)> {
+/// `/var/lib/cfn-init` (STATE-01), readable by root only: it holds the metadata, which
+/// can hold secrets. Returns it, unless it could not be made (then the run goes on
+/// without a private copy, as the reference's does).
+fn create_state_dir() -> Option<PathBuf> {
     let state = paths::lib_dir().join("cfn-init");
-    let data = state.join("data");
-    let created = std::fs::create_dir_all(paths::lib_dir())
-        .and_then(|_| match std::fs::DirBuilder::new().mode(0o700).create(&state) {
+    let created = std::fs::create_dir_all(paths::lib_dir()).and_then(|_| {
+        match std::fs::DirBuilder::new().mode(0o700).create(&state) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
             Err(_) if mode_of(&state) == Some(0o700) => Ok(()),
             _ => std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)),
-        })
-        .and_then(|_| std::fs::create_dir_all(&data));
+        }
+    });
     if created.is_err() {
+        let message = format!("Could not create {} to store the work log", state.display());
+        tracing::error!("{message}");
+        eprintln!("{message}");
+        return None;
+    }
+    Some(state)
+}
+
+/// `/var/lib/cfn-init/data/metadata.json` (INIT-CLI-06, STATE-01, STATE-03): the whole
+/// metadata, pretty-printed, readable by root only because it can hold secrets.
+/// Returns the directory and the text stored, unless the directory could not be made.
+fn store_metadata(state: &Path, metadata: &Value) -> Option<(PathBuf, String)> {
+    let data = state.join("data");
+    if std::fs::create_dir_all(&data).is_err() {
         let message = format!("Could not create {} to store metadata", data.display());
         tracing::error!("{message}");
         eprintln!("{message}");

@@ -46,6 +46,12 @@ fn is_credential_provider(target: &str) -> bool {
     target.starts_with("aws_config")
 }
 
+/// The HTTP stack's own events ("connecting to …"): wire detail, which the reference
+/// never writes to its main log, so they go to the wire log.
+fn is_transport_target(target: &str) -> bool {
+    target.starts_with("hyper")
+}
+
 /// A log file rotated like Python's `RotatingFileHandler(maxBytes=5 MiB, backupCount=5)`.
 pub struct RotatingFile {
     path: PathBuf,
@@ -298,7 +304,7 @@ impl<S: Subscriber> Layer<S> for FileLayer {
                     emit(cmd, true, &event_level, event);
                 }
             }
-            WIRE_TARGET => {
+            target if target == WIRE_TARGET || is_transport_target(target) => {
                 if let Some(wire) = &self.wire {
                     emit(wire, false, &event_level, event);
                 }

@@ -17,11 +17,13 @@
 //! * A basic block's password is readable by anyone who sees the request, so it is sent
 //!   only to a URL one of its `uris` covers — an explicit choice of the template author,
 //!   who then also chose the scheme — or, for a block a file names that has no `uris`
-//!   at all, to the file's own `source` URL over HTTPS only (never over plain HTTP, and
-//!   not to another host a redirect leads to).
+//!   at all, to the host of the file's own `source` URL (not to another host a redirect
+//!   leads to). A named block is used over plain HTTP as the reference does (INIT-AUTH-05:
+//!   the template asked for it), with a warning that the password crosses the network
+//!   in clear.
 //! * A named block that does not apply to the URL is not used; default matching decides
 //!   instead (with a warning), so credentials never leak to a host they were not meant
-//!   for. The reference sent a named block anywhere, also over plain HTTP (SEC-BASIC).
+//!   for. The reference sent a named block to any host (SEC-BASIC).
 //! * Secrets never reach a log line: every type holding one has a redacting `Debug`.
 
 use crate::credentials::Credentials;
@@ -199,11 +201,18 @@ impl Authentication {
                     );
                 }
                 Some((name, AuthBlock::Basic(auth))) => {
-                    if auth.covers(url) || (auth.uris.is_empty() && https_to(url, source_host)) {
+                    if auth.covers(url) || (auth.uris.is_empty() && same_host(url, source_host)) {
+                        if scheme_of(url).as_deref() == Some("http") {
+                            tracing::warn!(
+                                "Authentication {name} sends the password of user {} unencrypted over plain HTTP to {}: anyone on the network path can read it; use an https:// URL",
+                                auth.username,
+                                crate::http::redact_url(url)
+                            );
+                        }
                         return Some(Selected::Basic { name, auth });
                     }
                     tracing::warn!(
-                        "Authentication {name} does not apply to {} (it is sent only to its uris, or without uris only over HTTPS to the source's host); using default authentication",
+                        "Authentication {name} does not apply to {} (it is sent only to its uris, or without uris only to the source's host); using default authentication",
                         crate::http::redact_url(url)
                     );
                 }
@@ -227,9 +236,13 @@ impl Authentication {
     }
 }
 
-/// Whether `url` is HTTPS to exactly `host` (case-insensitive).
-fn https_to(url: &str, host: &str) -> bool {
-    split_url(url).is_ok_and(|p| p.scheme == "https" && p.host.eq_ignore_ascii_case(host))
+/// Whether `url` goes to exactly `host` (case-insensitive), over HTTP or HTTPS.
+fn same_host(url: &str, host: &str) -> bool {
+    split_url(url).is_ok_and(|p| matches!(p.scheme.as_str(), "http" | "https") && p.host.eq_ignore_ascii_case(host))
+}
+
+fn scheme_of(url: &str) -> Option<String> {
+    split_url(url).ok().map(|p| p.scheme)
 }
 
 impl BasicAuth {
@@ -391,12 +404,13 @@ mod tests {
         assert_eq!(pick("https://files.example.net/f", None, Some("Named")), Some("Named".into()));
         // Unknown name: defaults.
         assert_eq!(pick("https://s3.amazonaws.com/keyed/k", Some(s3("keyed")), Some("Missing")), Some("Keys".into()));
-        // SEC-04: an S3 block never goes to a non-S3 URL; a basic block without uris
-        // never over plain HTTP; with uris only where they match.
+        // SEC-04: an S3 block never goes to a non-S3 URL; a basic block with uris only
+        // where they match. A named basic block goes over plain HTTP too, as the
+        // reference sends it (INIT-AUTH-05), with a warning.
         assert_eq!(pick("https://files.example.net/f", None, Some("Keys")), None);
-        assert_eq!(pick("http://files.example.net/f", None, Some("Named")), None);
+        assert_eq!(pick("http://files.example.net/f", None, Some("Named")), Some("Named".into()));
         assert_eq!(pick("https://files.example.net/f", None, Some("Web")), None);
-        assert_eq!(pick("http://example.com/f", None, Some("Named")), Some("Web".into()));
+        assert_eq!(pick("ftp://files.example.net/f", None, Some("Named")), None);
         // After a redirect the named block without uris stays with the source's host.
         assert_eq!(auth.select("https://elsewhere.example/f", None, Some("Named"), "files.example.net"), None);
         // A basic block named for an S3 URL its uris do not cover is not sent there.

@@ -93,7 +93,8 @@ impl CloudFormation {
     /// DescribeStackResource (API-01), through the SDK.
     pub fn describe_stack_resource(&self, stack: &str, logical_id: &str) -> Result<StackResourceDetail, Error> {
         let action = "DescribeStackResource";
-        let output = self.sdk_call(action, || {
+        let described = format!("Describing resource {logical_id} in stack {stack}");
+        let output = self.sdk_call(action, &described, || {
             self.sdk().describe_stack_resource().stack_name(stack).logical_resource_id(logical_id).send()
         })?;
         let detail = output
@@ -105,8 +106,10 @@ impl CloudFormation {
     /// SignalResource (API-02), through the SDK. `status` is sent as given (the service
     /// refuses what is neither SUCCESS nor FAILURE).
     pub fn signal_resource(&self, stack: &str, logical_id: &str, unique_id: &str, status: &str) -> Result<(), Error> {
+        let described =
+            format!("Signaling resource {logical_id} in stack {stack} with unique ID {unique_id} and status {status}");
         let status = aws_sdk_cloudformation::types::ResourceSignalStatus::from(status);
-        self.sdk_call("SignalResource", || {
+        self.sdk_call("SignalResource", &described, || {
             self.sdk()
                 .signal_resource()
                 .stack_name(stack)
@@ -118,8 +121,9 @@ impl CloudFormation {
         .map(drop)
     }
 
-    /// One SDK operation under the reference's retry policy: `send` makes one attempt.
-    fn sdk_call<T, E, F>(&self, action: &str, send: impl Fn() -> F) -> Result<T, Error>
+    /// One SDK operation under the reference's retry policy: `send` makes one attempt,
+    /// after `described` is logged (the reference's line before each attempt).
+    fn sdk_call<T, E, F>(&self, action: &str, described: &str, send: impl Fn() -> F) -> Result<T, Error>
     where
         F: std::future::Future<Output = Result<T, SdkError<E, HttpResponse>>>,
         E: ProvideErrorMetadata + std::error::Error + 'static,
@@ -136,7 +140,7 @@ impl CloudFormation {
                     // scheme then finds the header kept by `Imds`.
                     self.imds.identity_authorization()?;
                 }
-                tracing::debug!("Calling {action} at {endpoint}");
+                tracing::debug!("{described}");
                 runtime::block_on(send()).map_err(|e| api_error::from_sdk(action, &endpoint, Faults::InBody, e))
             },
             Error::verdict,
@@ -193,7 +197,10 @@ impl CloudFormation {
         // The query is sorted when it is signed and sent, so the order here is free.
         let mut params = self.listener_params(stack, listener);
         params.extend([("CommandName", command), ("InvocationId", invocation)]);
-        let answer = self.call(action, &params, false)?;
+        let described = format!(
+            "Attempting to elect '{listener}' as leader for stack: {stack}, command: {command}, invocation: {invocation}"
+        );
+        let answer = self.call_described(action, &described, &params, false)?;
         answer
             .pointer("/ElectCommandLeaderResponse/ElectCommandLeaderResult/ListenerId")
             .and_then(Value::as_str)
@@ -204,7 +211,8 @@ impl CloudFormation {
     /// RegisterListener (API-03): the SQS queue on which this listener receives commands.
     pub fn register_listener(&self, stack: &str, listener: &str) -> Result<String, Error> {
         let action = "RegisterListener";
-        let answer = self.call(action, &self.listener_params(stack, listener), false)?;
+        let described = format!("Registering listener {listener} for stack {stack}");
+        let answer = self.call_described(action, &described, &self.listener_params(stack, listener), false)?;
         answer
             .pointer("/RegisterListenerResponse/RegisterListenerResult/QueueUrl")
             .and_then(Value::as_str)
@@ -216,7 +224,8 @@ impl CloudFormation {
     /// the results it sends; `Expiration` is in epoch seconds.
     pub fn get_listener_credentials(&self, stack: &str, listener: &str) -> Result<ListenerCredentials, Error> {
         let action = "GetListenerCredentials";
-        let answer = self.call(action, &self.listener_params(stack, listener), false)?;
+        let described = format!("Get listener credentials for listener {listener} in stack {stack}");
+        let answer = self.call_described(action, &described, &self.listener_params(stack, listener), false)?;
         let malformed =
             |what: &str| Error::Malformed { action: action.into(), reason: format!("no {what} in the answer") };
         let credentials = answer
@@ -253,16 +262,29 @@ impl CloudFormation {
     /// Calls an action with retries and returns the decoded JSON answer. The reference
     /// sends `Version` only with DescribeStackResource and SignalResource.
     pub fn call(&self, action: &str, params: &[(&str, &str)], with_version: bool) -> Result<Value, Error> {
+        let described = format!("Calling {action} at {}", http::redact_url(&self.endpoint));
+        self.call_described(action, &described, params, with_version)
+    }
+
+    /// [`call`](Self::call), logging `described` before each attempt (the reference's
+    /// line for the actions it makes).
+    fn call_described(
+        &self,
+        action: &str,
+        described: &str,
+        params: &[(&str, &str)],
+        with_version: bool,
+    ) -> Result<Value, Error> {
         let mut query: Vec<(String, String)> =
             vec![("Action".into(), action.into()), ("ContentType".into(), "JSON".into())];
         if with_version {
             query.push(("Version".into(), API_VERSION.into()));
         }
         query.extend(params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        retry::run(&self.retry, action, || self.attempt(action, &query), Error::verdict)
+        retry::run(&self.retry, action, || self.attempt(action, described, &query), Error::verdict)
     }
 
-    fn attempt(&self, action: &str, query: &[(String, String)]) -> Result<Value, Error> {
+    fn attempt(&self, action: &str, described: &str, query: &[(String, String)]) -> Result<Value, Error> {
         let transport = |source| Error::Transport { endpoint: http::redact_url(&self.endpoint), source };
         let parts = http::split_url(&self.endpoint).map_err(transport)?;
         let url = format!("{}?{}", self.endpoint, sigv4::canonical_query(query));
@@ -284,7 +306,7 @@ impl CloudFormation {
             Signer::InstanceIdentity => headers.push(("Authorization", self.imds.identity_authorization()?)),
         }
         headers.push(("Host", parts.netloc.clone()));
-        tracing::debug!("Calling {action} at {}", http::redact_url(&self.endpoint));
+        tracing::debug!("{described}");
         let response = self.http.send("GET", &url, &headers, None).map_err(transport)?;
         let body: Option<Value> = serde_json::from_slice(&response.body).ok();
         if response.is_success() {

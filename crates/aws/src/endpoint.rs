@@ -26,13 +26,19 @@ pub fn dns_suffix(region: &str) -> &'static str {
     }
 }
 
-/// The endpoint to call: `--url` verbatim when given, else the regional endpoint. A
-/// trailing `/` is added because requests go to the endpoint's root path.
-pub fn cloudformation_url(region: &str, url: Option<&str>) -> String {
-    let base = match url.map(str::trim).filter(|u| !u.is_empty()) {
+/// The endpoint as the user named it (`--url`, trimmed) or else the regional endpoint:
+/// what the reference's logs show.
+pub fn cloudformation_endpoint(region: &str, url: Option<&str>) -> String {
+    match url.map(str::trim).filter(|u| !u.is_empty()) {
         Some(u) => u.to_string(),
         None => format!("https://cloudformation.{region}.{}", dns_suffix(region)),
-    };
+    }
+}
+
+/// The endpoint to call: [`cloudformation_endpoint`] with a trailing `/`, because
+/// requests go to the endpoint's root path.
+pub fn cloudformation_url(region: &str, url: Option<&str>) -> String {
+    let base = cloudformation_endpoint(region, url);
     if base.ends_with('/') { base } else { format!("{base}/") }
 }
 
@@ -99,6 +105,9 @@ mod tests {
         assert_eq!(cloudformation_url("us-east-1", Some("http://127.0.0.1:5000")), "http://127.0.0.1:5000/");
         assert_eq!(cloudformation_url("cn-north-1", Some("https://x.example/api/")), "https://x.example/api/");
         assert_eq!(cloudformation_url("us-east-1", Some("")), "https://cloudformation.us-east-1.amazonaws.com/");
+        // What the logs show: the URL as given, the regional one without a slash.
+        assert_eq!(cloudformation_endpoint("us-east-1", Some(" http://127.0.0.1:5000 ")), "http://127.0.0.1:5000");
+        assert_eq!(cloudformation_endpoint("cn-north-1", None), "https://cloudformation.cn-north-1.amazonaws.com.cn");
     }
 }
 

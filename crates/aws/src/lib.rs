@@ -57,8 +57,15 @@ pub struct ApiOptions {
 pub fn cloudformation_client(options: &ApiOptions, imds: Arc<Imds>) -> Result<CloudFormation, CredentialError> {
     let signer = credentials::resolve(&options.credentials, &imds)?;
     let http = Arc::new(http::HttpClient::new(options.proxies.clone(), api_user_agent()));
+    log_client_endpoint(&options.region, options.url.as_deref());
     let endpoint = endpoint::cloudformation_url(&options.region, options.url.as_deref());
     Ok(CloudFormation::new(endpoint, &options.region, signer, http, imds))
+}
+
+/// The reference's line when a tool has made its CloudFormation client (LOG-02).
+pub fn log_client_endpoint(region: &str, url: Option<&str>) {
+    let endpoint = http::redact_url(&endpoint::cloudformation_endpoint(region, url));
+    tracing::debug!("CloudFormation client initialized with endpoint {endpoint}");
 }
 
 /// A client signing with fixed keys and no instance metadata at all: for tools and

@@ -92,10 +92,7 @@ pub fn run_pass(
             break;
         }
         let id = hook.path.logical_id.as_str();
-        let described = cache.entry(id).or_insert_with(|| {
-            tracing::debug!("Describing resource {id} in stack {stack}");
-            api.describe(stack, id)
-        });
+        let described = cache.entry(id).or_insert_with(|| api.describe(stack, id));
         let detail = match described {
             Ok(detail) => detail,
             Err(error) => {
@@ -228,14 +225,16 @@ fn run_action(
         Some(groups) => process::run_in_group(&invocation, InGroup { groups, label: &hook.name }, |_| {}),
         None => process::run(&invocation, |_| {}),
     };
+    // The reference's words for an action that printed nothing.
+    let output = |text: String| if text.is_empty() { "<None>".to_string() } else { text };
     match ran {
         Ok(finished) if finished.code == 0 => {
-            tracing::debug!("Action for {} output: {}", hook.name, finished.text());
+            tracing::debug!("Action for {} output: {}", hook.name, output(finished.text()));
             true
         }
         Ok(finished) => {
             tracing::warn!("Action for {} exited with {}; will retry on next iteration", hook.name, finished.code);
-            tracing::debug!("Action for {} output: {}", hook.name, finished.text());
+            tracing::debug!("Action for {} output: {}", hook.name, output(finished.text()));
             false
         }
         Err(e) => {

@@ -43,8 +43,8 @@ impl Service {
             source.signer()?;
             Auth::Chosen(source)
         };
+        cfn_aws::log_client_endpoint(&main.region, main.url.as_deref());
         let endpoint = cfn_aws::endpoint::cloudformation_url(&main.region, main.url.as_deref());
-        tracing::debug!("CloudFormation client initialized with endpoint {endpoint}");
         Ok(Service {
             endpoint,
             region: main.region.clone(),

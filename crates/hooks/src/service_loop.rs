@@ -153,10 +153,18 @@ fn listener_options(
 }
 
 /// `--no-daemon` (HUP-RUN-01): one pass with the reference's retries and error lines,
-/// then one round of the command listener.
-pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<(), ServiceError> {
+/// then one round of the command listener. `configured` is called once the client and
+/// the state file are made, where the reference's configuration step ends.
+pub fn once(
+    config: &HupConfig,
+    imds: Arc<Imds>,
+    settings: &Settings,
+    configured: impl FnOnce(),
+) -> Result<(), ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let service = Service::new(&config.main, imds)?;
+    create_state(config);
+    configured();
     let client = service.client()?;
     let mut db = MetadataDb::load(&MetadataDb::default_path());
     let baseline = InitBaseline::new(&config.main.stack, &config.main.region);
@@ -175,6 +183,17 @@ pub fn once(config: &HupConfig, imds: Arc<Imds>, settings: &Settings) -> Result<
     Ok(())
 }
 
+/// The update hooks' state file, made empty before the first pass as the reference
+/// does (STATE-04); a failure is reported and the passes try again when they store.
+fn create_state(config: &HupConfig) {
+    if config.hooks.is_empty() {
+        return;
+    }
+    if let Err(e) = MetadataDb::create(&MetadataDb::default_path()) {
+        tracing::warn!("{e}");
+    }
+}
+
 /// The service, ready to run: credentials resolved, the listener made (not started).
 pub struct Prepared {
     config: HupConfig,
@@ -186,11 +205,18 @@ pub struct Prepared {
 }
 
 /// Everything that can fail before the service runs and needs no runtime: the
-/// interval, the listener id, credentials.
-pub fn prepare(config: HupConfig, imds: Arc<Imds>, settings: Settings) -> Result<Prepared, ServiceError> {
+/// interval, the listener id, credentials. `configured` as for [`once`].
+pub fn prepare(
+    config: HupConfig,
+    imds: Arc<Imds>,
+    settings: Settings,
+    configured: impl FnOnce(),
+) -> Result<Prepared, ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
     let service = service_client(&config.main, &imds, &settings)?;
+    create_state(&config);
+    configured();
     // The listener's own client: its rounds and the passes run side by side.
     let listener = match listener_id {
         None => None,

@@ -8,7 +8,7 @@
 
 use chrono::NaiveDateTime;
 use serde_json::{Map, Value};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 pub const DATETIME_MARKER: &str = "_datetime: special_serialization: not_regular_json_";
@@ -107,9 +107,24 @@ impl MetadataDb {
         cfn_host::paths::lib_dir().join("cfn-hup/data/metadata_db.json")
     }
 
-    /// Loads the file; a missing or unreadable one is an empty state (as in the reference).
+    /// Makes the directory (0700) and an empty file (0600) when they are missing, as the
+    /// reference does when it starts, before its first pass: a user sees where the state
+    /// goes before any hook ran. An existing file is left as it is.
+    pub fn create(path: &Path) -> Result<(), StateError> {
+        create_dir(path)?;
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                Err(StateError::Write { path: path.display().to_string(), source: e })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Loads the file; a missing, empty (as [`create`](Self::create) leaves it) or
+    /// unreadable one is an empty state (as in the reference).
     pub fn load(path: &Path) -> MetadataDb {
         let entries = match std::fs::read(path) {
+            Ok(bytes) if bytes.trim_ascii().is_empty() => Map::new(),
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(Value::Object(map)) => map,
                 _ => {
@@ -152,7 +167,7 @@ impl MetadataDb {
 
     fn save_started(&self) -> Result<(), StateError> {
         let path = self.path.with_file_name(STARTED_FILE);
-        self.make_dir()?;
+        create_dir(&self.path)?;
         let text = Value::Array(self.started.iter().cloned().map(Value::String).collect()).to_string();
         cfn_host::durable::replace(&path, text.as_bytes(), 0o600)
             .map_err(|source| StateError::Write { path: path.display().to_string(), source })
@@ -200,24 +215,25 @@ impl MetadataDb {
         cfn_python::json::to_compact(&Value::Object(self.entries.clone()))
     }
 
-    fn make_dir(&self) -> Result<(), StateError> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            tracing::debug!("Creating {}", dir.display());
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|source| StateError::Directory { path: dir.display().to_string(), source })?;
-        }
-        Ok(())
-    }
-
     pub fn save(&self) -> Result<(), StateError> {
-        self.make_dir()?;
+        create_dir(&self.path)?;
         cfn_host::durable::replace(&self.path, self.to_text().as_bytes(), 0o600)
             .map_err(|source| StateError::Write { path: self.path.display().to_string(), source })
     }
+}
+
+/// The directory of the state file `path`, private (0700), when it is missing.
+fn create_dir(path: &Path) -> Result<(), StateError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        tracing::debug!("Creating {}", dir.display());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| StateError::Directory { path: dir.display().to_string(), source })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

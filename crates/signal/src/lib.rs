@@ -66,8 +66,6 @@ pub fn signal_resource(
     unique_id: &str,
     status: Status,
 ) -> Result<(), cfn::Error> {
-    tracing::debug!("CloudFormation client initialized with endpoint {}", client.endpoint());
-    tracing::debug!("Signaling resource {logical_id} in stack {stack} with unique ID {unique_id} and status {status}");
     client.signal_resource(stack, logical_id, unique_id, status.as_str())
 }
 
