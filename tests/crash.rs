@@ -793,8 +793,19 @@ impl HupSetUp {
 
     /// Every state file there is parses as a JSON object; returns them.
     fn check_parse(&self, tally: &mut Tally) -> [Option<Value>; 4] {
+        // The record of actions started and not ended: a list of hook keys.
+        let started = self.sandbox.path("lib/cfn-hup/data/actions_started.json");
+        if let Ok(bytes) = std::fs::read(&started)
+            && !matches!(serde_json::from_slice::<Value>(&bytes), Ok(Value::Array(_)))
+        {
+            tally.violation(format!("{} does not parse as a list", started.display()));
+        }
         self.state_files().map(|path| {
             let bytes = std::fs::read(&path).ok()?;
+            // cfn-hup makes metadata_db.json empty at start, as the reference does: no state.
+            if bytes.is_empty() && path.ends_with("metadata_db.json") {
+                return Some(Value::Object(serde_json::Map::new()));
+            }
             match serde_json::from_slice::<Value>(&bytes) {
                 Ok(value @ Value::Object(_)) => Some(value),
                 other => {
