@@ -313,7 +313,10 @@ fn copy(from: &Path, to: &Path, mode: u32) -> Result<()> {
 /// Where each shell looks for completion scripts under `/usr/share`, and the file name
 /// it expects for a command. zsh's directory differs between families (Debian's
 /// vendor-completions, site-functions elsewhere): packages pick theirs.
-const COMPLETIONS: [(&str, &str, fn(&str) -> String); 3] = [
+/// A shell, its directory under `/usr/share`, and its file name for a command.
+type CompletionDir = (&'static str, &'static str, fn(&str) -> String);
+
+const COMPLETIONS: [CompletionDir; 3] = [
     ("bash", "bash-completion/completions", |name| name.to_string()),
     ("zsh", "zsh/site-functions", |name| format!("_{name}")),
     ("fish", "fish/vendor_completions.d", |name| format!("{name}.fish")),
