@@ -202,13 +202,22 @@ fn epoch_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
 }
 
-/// When each pass started: the service's "Describing resource" lines (DEBUG, one per
-/// resource per pass), in epoch seconds. The log is written in UTC here (TZ=UTC), to the
-/// millisecond, before the pass's first call leaves.
+/// When each pass started, in epoch seconds: the first of the service's "Describing
+/// resource" lines (DEBUG, written before each attempt, as the reference does) after the
+/// service's `Next pass in` line that ends the pass before. The log is written in UTC here
+/// (TZ=UTC), to the millisecond, before the pass's first call leaves.
 fn pass_starts(log: &str) -> Vec<f64> {
     let marker = format!("[DEBUG] Describing resource Instance in stack {STACK}");
+    let mut in_pass = false;
     log.lines()
-        .filter(|l| l.get(24..) == Some(marker.as_str()))
+        .filter(|l| {
+            if l.get(24..).is_some_and(|m| m.starts_with("[DEBUG] Next pass in ")) {
+                in_pass = false;
+            }
+            let starts = !in_pass && l.get(24..) == Some(marker.as_str());
+            in_pass |= starts;
+            starts
+        })
         .map(|l| {
             let at = chrono::NaiveDateTime::parse_from_str(&l[..23], "%Y-%m-%d %H:%M:%S,%3f")
                 .unwrap_or_else(|e| panic!("log time in {l:?}: {e}"));
