@@ -246,20 +246,13 @@ fn bash_completes_the_tools_options_through_links_and_subcommands() {
     assert_eq!(bash_completes(&single, &["cfn-init", "--reg"]), ["--region"]);
 }
 
-/// Every manual page: `cfn-bootstrap`, its own subcommands and the tools.
-const PAGES: &[&str] = &[
-    "cfn-bootstrap",
-    "cfn-bootstrap-help",
-    "cfn-bootstrap-completions",
-    "cfn-bootstrap-man",
-    "cfn-init",
-    "cfn-signal",
-    "cfn-hup",
-    "cfn-get-metadata",
-    "cfn-elect-cmd-leader",
-    "cfn-send-cmd-result",
-    "cfn-send-cmd-event",
-];
+/// Every manual page: `cfn-bootstrap`, its own subcommands, then the tools.
+fn pages() -> Vec<&'static str> {
+    ["cfn-bootstrap", "cfn-bootstrap-help", "cfn-bootstrap-completions", "cfn-bootstrap-man"]
+        .into_iter()
+        .chain(TOOLS.iter().copied())
+        .collect()
+}
 
 /// A page as `man` shows it (groff's text output, warnings on), with the lines joined
 /// so that a hyphenated or wrapped phrase can still be found.
@@ -280,12 +273,12 @@ fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings(
     let written = bootstrap(&sandbox, &["man", "--dir", dir.to_str().unwrap()]);
     written.code(0).stderr_is("");
     let listed: Vec<String> = written.stdout.lines().map(String::from).collect();
-    let expected: Vec<String> = PAGES.iter().map(|p| dir.join(format!("{p}.1")).display().to_string()).collect();
+    let expected: Vec<String> = pages().iter().map(|p| dir.join(format!("{p}.1")).display().to_string()).collect();
     assert_eq!(listed, expected);
     let mut files: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
-    let mut names: Vec<String> = PAGES.iter().map(|p| format!("{p}.1")).collect();
+    let mut names: Vec<String> = pages().iter().map(|p| format!("{p}.1")).collect();
     names.sort();
     assert_eq!(files, names);
 
@@ -313,7 +306,7 @@ fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings(
     assert!(init.contains("/var/log/cfn-init-cmd.log"), "{init}");
     // cfn-bootstrap's page names every subcommand's page.
     let top = rendered(&dir.join("cfn-bootstrap.1"));
-    for page in PAGES.iter().skip(1) {
+    for page in pages().iter().skip(1) {
         assert!(top.contains(&format!("{page}(1)")), "{page}(1) not referenced:\n{top}");
     }
     let completions = rendered(&dir.join("cfn-bootstrap-completions.1"));
