@@ -181,11 +181,21 @@ impl<'a> Backup<'a> {
         if !dir.exists(&self.bak2) {
             return;
         }
-        if changed {
+        if changed || self.same_file(&self.bak2, &self.bak) {
+            // Both names can be one file: a run killed after it linked `.bak` to the file
+            // left `.bak` as the file itself, which this run moved to `.bak2` before
+            // linking `.bak` again. A rename between two links to one file does nothing.
             dir.remove_any(&self.bak2);
         } else {
             moved(&dir.show(&self.bak2), &dir.show(&self.bak));
             let _ = dir.rename(&self.bak2, &self.bak);
+        }
+    }
+
+    fn same_file(&self, a: &OsStr, b: &OsStr) -> bool {
+        match (self.dir.entry(a), self.dir.entry(b)) {
+            (Ok(a), Ok(b)) => a.dev == b.dev && a.ino == b.ino,
+            _ => false,
         }
     }
 }
@@ -555,6 +565,22 @@ mod tests {
     fn same(old: &[u8], new: &[u8]) -> bool {
         let (_temp, file) = old_file(old);
         same_content(&file, old.len() as u64, new, new.len() as u64).unwrap()
+    }
+
+    /// A run killed after it linked `.bak` to the file leaves `.bak` as the file itself:
+    /// the next run moves it to `.bak2` and links `.bak` again, so both name one file.
+    /// An unchanged file then leaves no `.bak2` behind (tests/crash.rs found it).
+    #[test]
+    fn a_bak2_that_is_the_bak_itself_goes_when_the_file_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "same").unwrap();
+        std::fs::hard_link(&path, dir.path().join("f.bak")).unwrap();
+        let (parent, name) = open_parent(&path).unwrap();
+        Backup::take(&parent, &name).unwrap().finish(false);
+        assert!(!dir.path().join("f.bak2").exists());
+        assert_eq!(std::fs::read_to_string(dir.path().join("f.bak")).unwrap(), "same");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "same");
     }
 
     #[test]
