@@ -27,7 +27,7 @@
 //! * Secrets never reach a log line: every type holding one has a redacting `Debug`.
 
 use crate::credentials::Credentials;
-use crate::http::split_url;
+use crate::http::{scheme_of, split_url};
 use crate::s3url::S3Location;
 use serde_json::Value;
 use std::fmt;
@@ -239,10 +239,6 @@ impl Authentication {
 /// Whether `url` goes to exactly `host` (case-insensitive), over HTTP or HTTPS.
 fn same_host(url: &str, host: &str) -> bool {
     split_url(url).is_ok_and(|p| matches!(p.scheme.as_str(), "http" | "https") && p.host.eq_ignore_ascii_case(host))
-}
-
-fn scheme_of(url: &str) -> Option<String> {
-    split_url(url).ok().map(|p| p.scheme)
 }
 
 impl BasicAuth {

@@ -177,7 +177,9 @@ impl Downloader {
                 && let Some(location) = response.header("Location").map(str::to_string)
             {
                 let next = resolve(&current, &location);
-                if scheme_of(&current).as_deref() == Some("https") && scheme_of(&next).as_deref() == Some("http") {
+                if http::scheme_of(&current).as_deref() == Some("https")
+                    && http::scheme_of(&next).as_deref() == Some("http")
+                {
                     tracing::info!(
                         "Redirect from HTTPS to plain HTTP ({}); no credentials are sent from here on",
                         http::redact_url(&next)
@@ -368,10 +370,6 @@ fn is_presigned(url: &str) -> bool {
         let key = p.split_once('=').map_or(p, |(k, _)| k).to_ascii_lowercase();
         matches!(key.as_str(), "x-amz-signature" | "signature")
     })
-}
-
-fn scheme_of(url: &str) -> Option<String> {
-    http::split_url(url).ok().map(|p| p.scheme)
 }
 
 /// The URL a `Location` header points to, relative to `base`, by the same URL parser

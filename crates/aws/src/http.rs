@@ -99,6 +99,11 @@ pub fn split_url(url: &str) -> Result<UrlParts, TransportError> {
     Ok(parts_of(&parse_url(url)?))
 }
 
+/// The scheme of `url` (`http`, `https`, …), when it parses.
+pub fn scheme_of(url: &str) -> Option<String> {
+    split_url(url).ok().map(|p| p.scheme)
+}
+
 pub fn parts_of(url: &url::Url) -> UrlParts {
     let host = url.host_str().unwrap_or_default().to_string();
     let port = url.port();
