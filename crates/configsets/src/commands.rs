@@ -32,29 +32,11 @@ pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>,
 /// Runs one command (after its test); returns whether it counts as executed.
 fn run_one(spec: &CommandSpec) -> Result<bool, String> {
     let name = &spec.name;
-    let runas = runas_user(spec.runas.as_deref())?;
-    let cwd = spec.cwd.as_deref().map(expand_home);
-    let invocation = |command| Invocation {
-        command,
-        env: spec.env.as_deref().map_or(Environment::Inherit, Environment::Replace),
-        cwd: cwd.as_deref(),
-        runas: runas.as_ref(),
-    };
-
-    if let Some(test) = &spec.test {
-        tracing::debug!("Running test for command {name}");
-        let finished = logged_run(&format!("Test for Command {name}"), &invocation(test), name)?;
-        tracing::debug!("Test command output: {}", finished.text());
-        if finished.code != 0 {
-            tracing::info!("Test failed with code {}", finished.code);
-            return Ok(false);
-        }
-        tracing::debug!("Test for command {name} passed");
-    } else {
-        tracing::debug!("No test for command {name}");
+    let setting = Setting::of(spec)?;
+    if !test_passes(spec, &setting)? {
+        return Ok(false);
     }
-
-    let finished = logged_run(&format!("Command {name}"), &invocation(&spec.command), name)?;
+    let finished = logged_run(&format!("Command {name}"), &setting.invocation(spec, &spec.command), name)?;
     if finished.code == 0 {
         tracing::info!("Command {name} succeeded");
         tracing::debug!("Command {name} output: {}", finished.text());
@@ -67,6 +49,45 @@ fn run_one(spec: &CommandSpec) -> Result<bool, String> {
         return Ok(true);
     }
     Err(format!("Command {name} failed"))
+}
+
+/// Where and as whom a command and its test run.
+pub(crate) struct Setting {
+    runas: Option<User>,
+    cwd: Option<PathBuf>,
+}
+
+impl Setting {
+    pub(crate) fn of(spec: &CommandSpec) -> Result<Setting, String> {
+        Ok(Setting { runas: runas_user(spec.runas.as_deref())?, cwd: spec.cwd.as_deref().map(expand_home) })
+    }
+
+    fn invocation<'a>(&'a self, spec: &'a CommandSpec, command: &'a CommandLine) -> Invocation<'a> {
+        Invocation {
+            command,
+            env: spec.env.as_deref().map_or(Environment::Inherit, Environment::Replace),
+            cwd: self.cwd.as_deref(),
+            runas: self.runas.as_ref(),
+        }
+    }
+}
+
+/// Runs the command's `test`, if it has one: whether the command itself is to run.
+pub(crate) fn test_passes(spec: &CommandSpec, setting: &Setting) -> Result<bool, String> {
+    let name = &spec.name;
+    let Some(test) = &spec.test else {
+        tracing::debug!("No test for command {name}");
+        return Ok(true);
+    };
+    tracing::debug!("Running test for command {name}");
+    let finished = logged_run(&format!("Test for Command {name}"), &setting.invocation(spec, test), name)?;
+    tracing::debug!("Test command output: {}", finished.text());
+    if finished.code != 0 {
+        tracing::info!("Test failed with code {}", finished.code);
+        return Ok(false);
+    }
+    tracing::debug!("Test for command {name} passed");
+    Ok(true)
 }
 
 /// The `runas` user, who must exist.
@@ -143,7 +164,11 @@ fn current_user() -> Option<User> {
 /// The script runs as the command's own `runas` user when it names one, through the same
 /// set-up as the command and its test (an addition: the reference ran it as root). A
 /// `runas` that only the defaults supply cannot apply to the script that supplies it.
-fn with_defaults(config: &str, name: &str, attributes: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+pub(crate) fn with_defaults(
+    config: &str,
+    name: &str,
+    attributes: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
     let Some(defaults) = attributes.get("defaults").filter(|d| !d.is_null()) else { return Ok(attributes.clone()) };
     let failed = || format!("Defaults script for command {name} failed");
     tracing::debug!("Generating defaults for command {name}");

@@ -67,25 +67,11 @@ fn run(
     // Every configSet is checked and every config it names must be an object before
     // anything runs, as in the reference.
     let sets = configsets::resolve(init)?;
-    for (_, configs) in &sets {
-        for name in configs {
-            match init.get(name) {
-                None | Some(Value::Object(_)) => {}
-                Some(other) => {
-                    return Err(BuildError::new(format!(
-                        "config {name}: must be an object, not {}",
-                        model::kind(other)
-                    )));
-                }
-            }
-        }
-    }
+    check_configs(init, &sets)?;
     tracing::info!("Running configSets: {}", requested.join(", "));
     let empty = Map::new();
     for set_name in requested {
-        let Some((_, configs)) = sets.iter().find(|(n, _)| n == set_name) else {
-            return Err(BuildError::new(format!("Error: no ConfigSet named {set_name} exists")));
-        };
+        let configs = configs_of(&sets, set_name)?;
         tracing::info!("Running configSet {set_name}");
         cmd_log(&"*".repeat(60));
         cmd_log(&format!("ConfigSet {set_name}"));
@@ -99,6 +85,27 @@ fn run(
         }
     }
     Ok(())
+}
+
+/// Every config that a configSet names must be an object (or absent).
+pub(crate) fn check_configs(init: &Map<String, Value>, sets: &[(String, Vec<String>)]) -> Result<(), BuildError> {
+    for name in sets.iter().flat_map(|(_, configs)| configs) {
+        match init.get(name) {
+            None | Some(Value::Object(_)) => {}
+            Some(other) => {
+                return Err(BuildError::new(format!("config {name}: must be an object, not {}", model::kind(other))));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The configs of the configSet `name`.
+pub(crate) fn configs_of<'a>(sets: &'a [(String, Vec<String>)], name: &str) -> Result<&'a [String], BuildError> {
+    sets.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, configs)| configs.as_slice())
+        .ok_or_else(|| BuildError::new(format!("Error: no ConfigSet named {name} exists")))
 }
 
 fn run_config(

@@ -66,7 +66,7 @@ pub fn apply(
 }
 
 /// The process umask (read without changing it for longer than the call).
-fn process_umask() -> u32 {
+pub(crate) fn process_umask() -> u32 {
     // SAFETY: umask cannot fail; it is set straight back. Nothing else runs meanwhile.
     unsafe {
         let old = libc::umask(0o022);
@@ -364,33 +364,9 @@ fn write_regular<'a>(
         },
     };
 
-    let mode = match spec.mode {
-        Some(mode) => {
-            tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
-            mode & 0o7777
-        }
-        None => match previous {
-            // Never a link's mode (issue 13, item 2): only a regular file's.
-            Some(p) if p.entry.is_file() => {
-                let mode = p.entry.mode;
-                tracing::debug!(
-                    "No mode specified for {}. Setting permissions of the existing file: {}.",
-                    spec.path,
-                    py_oct(mode)
-                );
-                mode
-            }
-            _ => {
-                let mode = (0o666 & !umask) & 0o775;
-                tracing::debug!(
-                    "No mode specified for {}. The file will be created with the mode: {}",
-                    spec.path,
-                    py_oct(mode)
-                );
-                mode
-            }
-        },
-    };
+    // Never a link's mode (issue 13, item 2): only a regular file's.
+    let previous_mode = previous.filter(|p| p.entry.is_file()).map(|p| p.entry.mode);
+    let mode = mode_for(spec, previous_mode, umask);
     // Ownership is applied first: chown clears setuid/setgid bits.
     let (uid, gid) = owner_ids(spec)?;
     let keep_owner = spec.owner.is_none() && spec.group.is_none();
@@ -428,8 +404,36 @@ fn write_regular<'a>(
     Ok((temp, changed))
 }
 
+/// The permission bits a written file gets: the metadata's mode, else those of the
+/// regular file it replaces, else the default for new files under `umask`.
+pub(crate) fn mode_for(spec: &FileSpec, previous_mode: Option<u32>, umask: u32) -> u32 {
+    match (spec.mode, previous_mode) {
+        (Some(mode), _) => {
+            tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));
+            mode & 0o7777
+        }
+        (None, Some(mode)) => {
+            tracing::debug!(
+                "No mode specified for {}. Setting permissions of the existing file: {}.",
+                spec.path,
+                py_oct(mode)
+            );
+            mode
+        }
+        (None, None) => {
+            let mode = (0o666 & !umask) & 0o775;
+            tracing::debug!(
+                "No mode specified for {}. The file will be created with the mode: {}",
+                spec.path,
+                py_oct(mode)
+            );
+            mode
+        }
+    }
+}
+
 /// The bytes of inline content: base64, JSON, a template, or the text itself.
-fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String> {
+pub(crate) fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String> {
     match content {
         Content::Json(value) => {
             if !cfn_python::truth::is_truthy(value) {
@@ -456,7 +460,7 @@ fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String>
 
 /// The template rendered; a limit that stops it is reported with the file's path, since
 /// the template itself is fine and only this file's rendering is refused.
-fn render(template: &str, context: &Value, path: &str) -> Result<String, String> {
+pub(crate) fn render(template: &str, context: &Value, path: &str) -> Result<String, String> {
     tracing::debug!("Rendering as Mustache template");
     crate::mustache::render(template, context).map_err(|e| {
         if e.is_limit() {
@@ -468,7 +472,7 @@ fn render(template: &str, context: &Value, path: &str) -> Result<String, String>
 }
 
 /// The ids for `owner` and `group`, logged as the reference logs them (-1 = unchanged).
-fn owner_ids(spec: &FileSpec) -> Result<(Option<u32>, Option<u32>), String> {
+pub(crate) fn owner_ids(spec: &FileSpec) -> Result<(Option<u32>, Option<u32>), String> {
     let uid = match &spec.owner {
         Some(name) => Some(users::user(name).ok_or_else(|| format!("{name} is not a valid user name"))?.uid),
         None => None,
@@ -494,17 +498,28 @@ fn shown_mode(spec: &FileSpec) -> String {
     spec.mode_text.clone().unwrap_or_else(|| format!("{:06o}", spec.mode.unwrap_or(0)))
 }
 
+/// A symbolic link's target: its content (INIT-FILES-08).
+pub(crate) fn symlink_target(spec: &FileSpec) -> Result<String, String> {
+    match &spec.content {
+        Some(Content::Text(t)) if !t.is_empty() => Ok(t.clone()),
+        _ => Err("Symbolic link specified without a destination".into()),
+    }
+}
+
+/// Whether `path` already leads to `target`'s file, so the link is left alone.
+pub(crate) fn symlink_in_place(path: &Path, target: &str) -> bool {
+    matches!(
+        (fs::metadata(path), fs::metadata(target)),
+        (Ok(existing), Ok(wanted)) if fs::symlink_metadata(path).is_ok()
+            && existing.dev() == wanted.dev()
+            && existing.ino() == wanted.ino()
+    )
+}
+
 /// A symbolic link (mode `120xxx`, INIT-FILES-08): the content is the target.
 fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) -> Result<bool, String> {
-    let target = match &spec.content {
-        Some(Content::Text(t)) if !t.is_empty() => t.clone(),
-        _ => return Err("Symbolic link specified without a destination".into()),
-    };
-    if let (Ok(existing), Ok(wanted)) = (fs::metadata(path), fs::metadata(&target))
-        && fs::symlink_metadata(path).is_ok()
-        && existing.dev() == wanted.dev()
-        && existing.ino() == wanted.ino()
-    {
+    let target = symlink_target(spec)?;
+    if symlink_in_place(path, &target) {
         tracing::info!("Symbolic link {} already exists", spec.path);
         return Ok(false);
     }

@@ -36,21 +36,33 @@ pub fn groupadd_argv(name: &str, gid: Option<&str>) -> Vec<String> {
     argv
 }
 
+/// The gid an entry asks for, if any.
+pub fn requested_gid(config: &str, name: &str, attributes: &Value) -> Result<Option<String>, String> {
+    let attributes = match attributes {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
+    };
+    id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))
+}
+
+/// Whether the group must be created: it does not exist. One that exists with another
+/// gid than `gid` is an error.
+pub fn needs_creating(name: &str, gid: Option<&str>) -> Result<bool, String> {
+    let Some(current) = users::group_id(name) else { return Ok(true) };
+    if let Some(gid) = gid.filter(|g| *g != current.to_string()) {
+        return Err(format!("Group {name} exists with gid {current}, but gid {gid} was requested"));
+    }
+    tracing::debug!("Group {name} already exists");
+    Ok(false)
+}
+
 /// Creates the missing groups; returns the names created.
 pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
     for (name, attributes) in entries {
-        let attributes = match attributes {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
-        };
-        let gid = id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))?;
-        if let Some(current) = users::group_id(name) {
-            if let Some(gid) = gid.as_deref().filter(|g| *g != current.to_string()) {
-                return Err(format!("Group {name} exists with gid {current}, but gid {gid} was requested"));
-            }
-            tracing::debug!("Group {name} already exists");
+        let gid = requested_gid(config, name, attributes)?;
+        if !needs_creating(name, gid.as_deref())? {
             continue;
         }
         refuse_option_like("groups", "group name", name)?;

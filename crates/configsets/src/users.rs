@@ -130,52 +130,71 @@ fn run(argv: Vec<String>, failure: String, label: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What a user entry needs: the `useradd` or `usermod` to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserAction {
+    Add(Vec<String>),
+    Modify(Vec<String>),
+}
+
+/// What `spec` needs done to user `name`, or `None` when the user is as asked. An
+/// existing user with another uid than asked is an error.
+pub fn action(name: &str, spec: &UserSpec) -> Result<Option<UserAction>, String> {
+    let Some(current) = users::user(name) else {
+        let gids = gids(&spec.groups)?;
+        refuse_option_like("users", "user name", name)?;
+        for value in spec.uid.iter().chain(spec.home.iter()) {
+            refuse_option_like("users", "attribute", value)?;
+        }
+        return Ok(Some(UserAction::Add(useradd_argv(name, spec.home.as_deref(), spec.uid.as_deref(), &gids))));
+    };
+    if let Some(uid) = spec.uid.as_deref().filter(|u| *u != current.uid.to_string()) {
+        return Err(format!("User {name} exists with uid {}, but uid {uid} was requested", current.uid));
+    }
+    if spec.home.is_none() && spec.groups.is_empty() {
+        tracing::info!("No homedir or groups specified; not modifying {name}");
+        return Ok(None);
+    }
+    let mut new_gids = None;
+    if !spec.groups.is_empty() {
+        let wanted = gids(&spec.groups)?;
+        if wanted.iter().cloned().collect::<BTreeSet<_>>() != member_gids(name) {
+            new_gids = Some(wanted);
+        } else {
+            tracing::debug!("Groups have not changed for {name}");
+        }
+    }
+    let mut new_home = None;
+    if let Some(home) = &spec.home {
+        if current.home.as_os_str() != home.as_str() {
+            refuse_option_like("users", "homeDir", home)?;
+            new_home = Some(home.as_str());
+        } else {
+            tracing::debug!("Homedir has not changed for {name}");
+        }
+    }
+    let action = usermod_argv(name, new_gids.as_deref(), new_home).map(UserAction::Modify);
+    if action.is_none() {
+        tracing::debug!("User {name} does not need modification");
+    }
+    Ok(action)
+}
+
 /// Creates or modifies the users; returns the names created or modified.
 pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
     let mut changed = Vec::new();
     for (name, value) in entries {
         let spec = user_spec(config, name, value)?;
-        if let Some(current) = users::user(name) {
-            if let Some(uid) = spec.uid.as_deref().filter(|u| *u != current.uid.to_string()) {
-                return Err(format!("User {name} exists with uid {}, but uid {uid} was requested", current.uid));
+        match action(name, &spec)? {
+            None => continue,
+            Some(UserAction::Modify(argv)) => {
+                run(argv, format!("Failed to modify user {name}"), "Usermod")?;
+                tracing::info!("Modified user {name} successfully");
             }
-            if spec.home.is_none() && spec.groups.is_empty() {
-                tracing::info!("No homedir or groups specified; not modifying {name}");
-                continue;
+            Some(UserAction::Add(argv)) => {
+                run(argv, format!("Failed to add user {name}"), "Useradd")?;
+                tracing::info!("Added user {name} successfully");
             }
-            let mut new_gids = None;
-            if !spec.groups.is_empty() {
-                let wanted = gids(&spec.groups)?;
-                if wanted.iter().cloned().collect::<BTreeSet<_>>() != member_gids(name) {
-                    new_gids = Some(wanted);
-                } else {
-                    tracing::debug!("Groups have not changed for {name}");
-                }
-            }
-            let mut new_home = None;
-            if let Some(home) = &spec.home {
-                if current.home.as_os_str() != home.as_str() {
-                    refuse_option_like("users", "homeDir", home)?;
-                    new_home = Some(home.as_str());
-                } else {
-                    tracing::debug!("Homedir has not changed for {name}");
-                }
-            }
-            let Some(argv) = usermod_argv(name, new_gids.as_deref(), new_home) else {
-                tracing::debug!("User {name} does not need modification");
-                continue;
-            };
-            run(argv, format!("Failed to modify user {name}"), "Usermod")?;
-            tracing::info!("Modified user {name} successfully");
-        } else {
-            let gids = gids(&spec.groups)?;
-            refuse_option_like("users", "user name", name)?;
-            for value in spec.uid.iter().chain(spec.home.iter()) {
-                refuse_option_like("users", "attribute", value)?;
-            }
-            let argv = useradd_argv(name, spec.home.as_deref(), spec.uid.as_deref(), &gids);
-            run(argv, format!("Failed to add user {name}"), "Useradd")?;
-            tracing::info!("Added user {name} successfully");
         }
         changed.push(name.to_string());
     }

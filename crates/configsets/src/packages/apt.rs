@@ -30,6 +30,18 @@ pub fn show_argv(spec: &str) -> Vec<String> {
     argv(&["apt-cache", "-q", "show", spec])
 }
 
+/// `apt-cache show` that builds its cache in memory only, for looking without writing
+/// (`cfn-bootstrap plan` runs no `gencaches`).
+pub fn show_uncached_argv(spec: &str) -> Vec<String> {
+    argv(&["apt-cache", "-q", "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=", "show", spec])
+}
+
+/// The installed version in `dpkg-query`'s output, when the package is installed.
+pub fn installed_version(query_output: &str) -> Option<&str> {
+    let (status, installed) = query_output.trim().split_once('|')?;
+    (status.rsplit(' ').next() == Some("installed")).then(|| installed.split_once('=').map_or("", |(_, v)| v))
+}
+
 pub fn install_argv(specs: &[String]) -> Vec<String> {
     let mut a = argv(&["apt-get", "-q", "-y", "install"]);
     a.extend(specs.iter().cloned());
@@ -145,5 +157,7 @@ mod tests {
         assert!(!is_installed("deinstall ok config-files|foo=1.2.3-1", "foo"));
         assert!(!is_installed("unknown ok not-installed|foo=", "foo"));
         assert!(!is_installed("", "foo"));
+        assert_eq!(installed_version(out), Some("1.2.3-1"));
+        assert_eq!(installed_version("unknown ok not-installed|foo="), None);
     }
 }

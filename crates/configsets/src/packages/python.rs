@@ -46,7 +46,7 @@ pub fn shown_version(output: &str) -> Option<&str> {
 }
 
 /// Whether every spec of `package` is met by the installed version.
-fn satisfied(package: &Package) -> Result<bool, String> {
+pub(crate) fn satisfied(package: &Package) -> Result<bool, String> {
     let specs = specs(package);
     if specs.iter().any(|s| s.contains("://")) {
         return Ok(false);

@@ -23,12 +23,19 @@ fn listed<'a>(properties: &'a Map<String, Value>, key: &str) -> Vec<&'a str> {
     }
 }
 
-fn intersects(wanted: &[&str], changed: &[String]) -> bool {
-    wanted.iter().any(|w| changed.iter().any(|c| c == w))
+/// The names listed that changed.
+fn matching<'a>(wanted: &[&'a str], changed: &[String]) -> Vec<&'a str> {
+    wanted.iter().copied().filter(|w| changed.iter().any(|c| c == w)).collect()
 }
 
 /// Whether a change this service depends on happened in the same config.
 pub fn restart_required(properties: &Map<String, Value>, changes: &ChangeRecord) -> bool {
+    !restart_reasons(properties, changes).is_empty()
+}
+
+/// The changes of the same config that this service depends on, as `files /etc/a.conf`
+/// or `packages apt nginx`.
+pub fn restart_reasons(properties: &Map<String, Value>, changes: &ChangeRecord) -> Vec<String> {
     let lists: [(&str, &Vec<String>); 5] = [
         ("files", &changes.files),
         ("sources", &changes.sources),
@@ -36,17 +43,19 @@ pub fn restart_required(properties: &Map<String, Value>, changes: &ChangeRecord)
         ("users", &changes.users),
         ("commands", &changes.commands),
     ];
-    if lists.iter().any(|(key, changed)| intersects(&listed(properties, key), changed)) {
-        return true;
+    let mut reasons = Vec::new();
+    for (key, changed) in lists {
+        reasons.extend(matching(&listed(properties, key), changed).iter().map(|name| format!("{key} {name}")));
     }
     if let Some(Value::Object(packages)) = properties.get("packages") {
         for (manager, changed) in &changes.packages {
-            if packages.contains_key(manager) && intersects(&listed(packages, manager), changed) {
-                return true;
+            if packages.contains_key(manager) {
+                let names = matching(&listed(packages, manager), changed);
+                reasons.extend(names.iter().map(|name| format!("packages {manager} {name}")));
             }
         }
     }
-    false
+    reasons
 }
 
 /// What a service manager does to one service; the decisions around it are shared.
@@ -98,7 +107,7 @@ pub(crate) fn converge(
 pub type Service<'a> = (&'a String, &'a Map<String, Value>);
 
 /// The services of one manager: name → properties, in document order.
-fn services<'a>(config: &str, manager: &str, value: &'a Value) -> Result<Vec<Service<'a>>, String> {
+pub(crate) fn services<'a>(config: &str, manager: &str, value: &'a Value) -> Result<Vec<Service<'a>>, String> {
     let map = match value {
         Value::Null => return Ok(Vec::new()),
         Value::Object(map) => map,

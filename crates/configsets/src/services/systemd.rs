@@ -78,6 +78,20 @@ impl Controller for Systemctl {
     }
 }
 
+/// Whether the service is running or enabled, asked without a line in the command log.
+pub(crate) fn is_active(service: &str) -> Result<bool, String> {
+    ask("is-active", service)
+}
+
+pub(crate) fn is_enabled(service: &str) -> Result<bool, String> {
+    ask("is-enabled", service)
+}
+
+fn ask(action: &str, service: &str) -> Result<bool, String> {
+    let a = argv(action, Some(service));
+    Ok(tool::query(&a.iter().map(String::as_str).collect::<Vec<_>>())?.ok())
+}
+
 pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<(), String> {
     if services.is_empty() {
         tracing::debug!("No systemd services specified");

@@ -138,6 +138,28 @@ impl Controller for Tools {
     }
 }
 
+/// Whether the service is running, asked as [`Controller::is_running`] asks.
+pub(crate) fn is_running_now(service: &str) -> Result<bool, String> {
+    is_running(&mut Tools { modifier: None, runner: None }, service)
+}
+
+/// Whether the service starts at boot: `chkconfig <svc>` says so, or (update-rc.d) a
+/// start link in a multi-user runlevel's directory.
+pub(crate) fn is_enabled(service: &str) -> Result<bool, String> {
+    match Modifier::detect() {
+        Some(Modifier::Chkconfig) => Ok(tool::query(&["/sbin/chkconfig", service])?.ok()),
+        _ => Ok(["2", "3", "4", "5"].iter().any(|level| {
+            std::fs::read_dir(format!("/etc/rc{level}.d")).is_ok_and(|entries| {
+                entries.flatten().any(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with('S') && name.get(3..) == Some(service)
+                })
+            })
+        })),
+    }
+}
+
 pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<(), String> {
     if services.is_empty() {
         tracing::debug!("No System V init scripts specified");
