@@ -1,0 +1,49 @@
+//! Commands a build would run: all of them, except those whose `test` fails. A test is
+//! run only with `run_tests` (it can have side effects); without it, a command with a
+//! test is a possible change. A `defaults` script is a command too, run only likewise.
+
+use super::{Item, Options};
+use crate::commands::{Setting, test_passes, with_defaults};
+use crate::model;
+use serde_json::Value;
+
+/// Returns the commands that would (or may) run, for the change record.
+pub(super) fn plan(
+    config: &str,
+    entries: &[(&String, &Value)],
+    options: Options,
+    items: &mut Vec<Item>,
+) -> Result<Vec<String>, String> {
+    let mut ran = Vec::new();
+    for (name, value) in entries {
+        let attributes = model::command_attributes(config, name, value).map_err(|e| e.0)?;
+        let has_defaults = attributes.get("defaults").is_some_and(|d| !d.is_null());
+        if has_defaults && !options.run_tests {
+            items.push(Item::change(
+                "commands",
+                format!("run {name}, with attributes from its defaults script (not run without --run-tests)"),
+            ));
+            ran.push(name.to_string());
+            continue;
+        }
+        let attributes = with_defaults(config, name, attributes)?;
+        let spec = model::command_spec(config, name, &attributes).map_err(|e| e.0)?;
+        let shown = spec.command.shown();
+        let text = match &spec.test {
+            None => format!("run {name}: {shown}"),
+            Some(test) if !options.run_tests => {
+                format!("run {name} if its test passes (test not run without --run-tests: {}): {shown}", test.shown())
+            }
+            Some(_) => {
+                if !test_passes(&spec, &Setting::of(&spec)?)? {
+                    items.push(Item::remark("commands", format!("skip {name}: its test fails")));
+                    continue;
+                }
+                format!("run {name} (its test passes): {shown}")
+            }
+        };
+        items.push(Item::change("commands", text));
+        ran.push(name.to_string());
+    }
+    Ok(ran)
+}

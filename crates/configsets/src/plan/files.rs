@@ -1,0 +1,218 @@
+//! Files a build would create or change, with a unified diff of their content. The
+//! content is made as the build makes it (`files::inline_content`, a fetched `source`
+//! rendered when it has a `context`) and compared with what is at the path now; the mode
+//! and owner as the build would set them (`files::mode_for`, `files::owner_ids`).
+//!
+//! A fetched file goes into memory (a memfd), never to disk. Content fetched with an
+//! authentication block is never shown, only said to change; binary or large content is
+//! summarised by its size.
+
+use super::{Item, Pending};
+use crate::environment::Environment;
+use crate::files::{inline_content, mode_for, owner_ids, process_umask, render, symlink_in_place, symlink_target};
+use crate::model::{self, FileSpec};
+use serde_json::Value;
+use std::fs::{self, File};
+use std::io::{Read, Seek};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Content larger than this is summarised by its size, not diffed.
+const MAX_SHOWN: usize = 256 * 1024;
+
+/// Returns the paths whose content a build would change (its change record).
+pub(super) fn plan(
+    config: &str,
+    entries: &[(&String, &Value)],
+    env: &Environment<'_>,
+    pending: &Pending,
+    items: &mut Vec<Item>,
+) -> Result<Vec<String>, String> {
+    let umask = process_umask();
+    let mut changed = Vec::new();
+    for (path, value) in entries {
+        let spec = model::file_spec(config, path, value).map_err(|e| e.0)?;
+        if !Path::new(&spec.path).is_absolute() {
+            return Err(format!("File specified with non-absolute path: {}", spec.path));
+        }
+        let item = if spec.is_symlink() { plan_link(&spec)? } else { plan_file(&spec, env, umask, pending)? };
+        if let Some((item, content_changed)) = item {
+            items.push(item);
+            if content_changed {
+                changed.push(path.to_string());
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// A link that does not lead to its target yet.
+fn plan_link(spec: &FileSpec) -> Result<Option<(Item, bool)>, String> {
+    let target = symlink_target(spec)?;
+    let path = Path::new(&spec.path);
+    if symlink_in_place(path, &target) {
+        return Ok(None);
+    }
+    let verb = if fs::symlink_metadata(path).is_ok() { "replace" } else { "create" };
+    Ok(Some((Item::change("files", format!("{verb} {} as a link to {target}", spec.path)), true)))
+}
+
+/// A regular file: its content, mode and owner against what is there.
+fn plan_file(
+    spec: &FileSpec,
+    env: &Environment<'_>,
+    umask: u32,
+    pending: &Pending,
+) -> Result<Option<(Item, bool)>, String> {
+    let new = content(spec, env)?;
+    let path = &spec.path;
+    let existing = fs::symlink_metadata(path).ok();
+    let current = existing.as_ref().filter(|m| m.is_file());
+    let mode = mode_for(spec, current.map(|m| m.mode() & 0o7777), umask);
+    let hidden = spec.source.is_some() && spec.authentication.is_some();
+    let owner_created_above = spec.owner.as_ref().is_some_and(|o| pending.users.contains(o))
+        || spec.group.as_ref().is_some_and(|g| pending.groups.contains(g));
+    let ids = if owner_created_above { (None, None) } else { owner_ids(spec)? };
+
+    let Some(meta) = current else {
+        let what = match &existing {
+            None => "create",
+            Some(m) if m.is_dir() => "replace the directory",
+            Some(m) if m.file_type().is_symlink() => "replace the link",
+            Some(_) => "replace",
+        };
+        let mut item = Item::change("files", format!("{what} {path} (mode {mode:04o}{})", owner_text(spec)));
+        item.detail = shown_change(path, None, &new, hidden);
+        return Ok(Some((item, true)));
+    };
+
+    let old = read_if_same_size(path, meta.len(), new.len())?;
+    let content_changed = old.as_deref() != Some(new.as_slice());
+    let mut parts = Vec::new();
+    if content_changed {
+        parts.push("content".to_string());
+    }
+    let old_mode = meta.mode() & 0o7777;
+    if old_mode != mode {
+        parts.push(format!("mode {old_mode:04o} -> {mode:04o}"));
+    }
+    if owner_created_above {
+        parts.push("owner (created above)".to_string());
+    }
+    if let Some(uid) = ids.0.filter(|uid| *uid != meta.uid()) {
+        parts.push(format!("owner {} -> {uid}", meta.uid()));
+    }
+    if let Some(gid) = ids.1.filter(|gid| *gid != meta.gid()) {
+        parts.push(format!("group {} -> {gid}", meta.gid()));
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let mut item = Item::change("files", format!("change {path}: {}", parts.join(", ")));
+    if content_changed {
+        let old = match old {
+            Some(old) => old,
+            None => read_all(path)?,
+        };
+        item.detail = shown_change(path, Some(&old), &new, hidden);
+    }
+    Ok(Some((item, content_changed)))
+}
+
+fn owner_text(spec: &FileSpec) -> String {
+    let mut text = String::new();
+    if let Some(owner) = &spec.owner {
+        text.push_str(&format!(", owner {owner}"));
+    }
+    if let Some(group) = &spec.group {
+        text.push_str(&format!(", group {group}"));
+    }
+    text
+}
+
+/// The bytes the build would write.
+fn content(spec: &FileSpec, env: &Environment<'_>) -> Result<Vec<u8>, String> {
+    if let Some(content) = &spec.content {
+        return inline_content(spec, content);
+    }
+    let Some(url) = &spec.source else { return Err("File specified without source or content".into()) };
+    let shown = cfn_aws::http::redact_url(url);
+    let fd = rustix::fs::memfd_create("cfn-plan", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
+    let mut file = File::from(fd);
+    env.fetch
+        .fetch(url, spec.authentication.as_deref(), &mut file)
+        .map_err(|reason| format!("Failed to retrieve {shown}: {reason}"))?;
+    let mut bytes = Vec::new();
+    file.rewind().and_then(|_| file.read_to_end(&mut bytes)).map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
+    match &spec.context {
+        Some(context) => {
+            let text = String::from_utf8(bytes).map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
+            render(&text, context, &spec.path).map(String::into_bytes)
+        }
+        None => Ok(bytes),
+    }
+}
+
+/// The current content when it has the new one's size (else it differs unread).
+fn read_if_same_size(path: &str, old_len: u64, new_len: usize) -> Result<Option<Vec<u8>>, String> {
+    if old_len != new_len as u64 {
+        return Ok(None);
+    }
+    read_all(path).map(Some)
+}
+
+fn read_all(path: &str) -> Result<Vec<u8>, String> {
+    fs::read(path).map_err(|e| format!("Could not read {path}: {}", cfn_python::strerror(&e)))
+}
+
+/// The content change as diff lines, or one line saying why it is not shown.
+fn shown_change(path: &str, old: Option<&[u8]>, new: &[u8], hidden: bool) -> Vec<String> {
+    if hidden {
+        return vec!["(content from an authenticated source, not shown)".to_string()];
+    }
+    let old_len = old.map_or(0, <[u8]>::len);
+    let (Some(old_text), Some(new_text)) = (shown_text(old.unwrap_or_default()), shown_text(new)) else {
+        return vec![format!("(binary or large content: {old_len} bytes -> {} bytes)", new.len())];
+    };
+    let old_name = if old.is_some() { path } else { "/dev/null" };
+    similar::TextDiff::from_lines(old_text, new_text)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, path)
+        .to_string()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Text that a diff can show: UTF-8 without NULs, not too large.
+fn shown_text(bytes: &[u8]) -> Option<&str> {
+    if bytes.len() > MAX_SHOWN || bytes.contains(&0) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diffs_are_unified_and_binary_or_hidden_content_is_summarised() {
+        let lines = shown_change("/etc/a", Some(b"one\ntwo\n"), b"one\nthree\n", false);
+        assert_eq!(lines, ["--- /etc/a", "+++ /etc/a", "@@ -1,2 +1,2 @@", " one", "-two", "+three"]);
+        let lines = shown_change("/etc/a", None, b"new\n", false);
+        assert_eq!(lines, ["--- /dev/null", "+++ /etc/a", "@@ -0,0 +1 @@", "+new"]);
+        assert_eq!(
+            shown_change("/bin/x", Some(b"\x7fELF\0"), b"\x7fELF\0\x01", false),
+            ["(binary or large content: 5 bytes -> 6 bytes)"]
+        );
+        assert_eq!(
+            shown_change("/etc/secret", Some(b"old"), b"new", true),
+            ["(content from an authenticated source, not shown)"]
+        );
+        let big = vec![b'a'; MAX_SHOWN + 1];
+        assert_eq!(shown_change("/a", None, &big, false).len(), 1);
+    }
+}
