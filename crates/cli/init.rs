@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const INIT_KEY: &str = "AWS::CloudFormation::Init";
-const AUTH_KEY: &str = "AWS::CloudFormation::Authentication";
+pub(crate) const INIT_KEY: &str = "AWS::CloudFormation::Init";
+pub(crate) const AUTH_KEY: &str = "AWS::CloudFormation::Authentication";
 
 pub fn parser(prog: &str) -> Parser {
     Parser {
@@ -82,13 +82,10 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         }
     };
     let requested = cfn_configsets::configsets::requested(parsed.text("configsets").as_deref());
-    let http = Arc::new(HttpClient::new(api.proxies.clone(), concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION"))));
-    let endpoints = match Endpoints::load() {
-        Ok(endpoints) => endpoints,
-        Err(e) => return report::failure(e),
+    let downloads = match DownloadFetch::new(&api, imds, &metadata) {
+        Ok(downloads) => downloads,
+        Err(code) => return code,
     };
-    let authentication = Authentication::parse(metadata.get(AUTH_KEY).unwrap_or(&Value::Null));
-    let downloads = DownloadFetch(Downloader::new(http, imds, authentication, endpoints));
     let result = match init.as_object() {
         Some(init) => cfn_configsets::build(init, &requested, &Environment { fetch: &downloads }),
         None => {
@@ -106,11 +103,20 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     }
 }
 
-/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
 fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
-    let positionals: Vec<&String> = parsed.positionals.iter().filter(|p| !p.is_empty()).collect();
-    let stack = parsed.text("stack_name").filter(|s| !s.is_empty());
-    let resource = parsed.text("logical_resource_id").filter(|s| !s.is_empty());
+    let positionals: Vec<&String> = parsed.positionals.iter().collect();
+    source_of(&positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
+}
+
+/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
+pub(crate) fn source_of(
+    positionals: &[&String],
+    stack: Option<String>,
+    resource: Option<String>,
+) -> Result<MetadataSource, &'static str> {
+    let positionals: Vec<&String> = positionals.iter().copied().filter(|p| !p.is_empty()).collect();
+    let stack = stack.filter(|s| !s.is_empty());
+    let resource = resource.filter(|s| !s.is_empty());
     if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
         return Err("You cannot specify more than one input source for metadata");
     }
@@ -126,7 +132,12 @@ fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
     }
 }
 
-fn read_metadata(source: &MetadataSource, api: &cfn_aws::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
+/// The metadata from its source; a failure is reported on stderr and is the exit code.
+pub(crate) fn read_metadata(
+    source: &MetadataSource,
+    api: &cfn_aws::ApiOptions,
+    imds: &Arc<Imds>,
+) -> Result<Value, ExitCode> {
     let client = match source {
         MetadataSource::Stack { .. } => {
             Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
@@ -230,7 +241,16 @@ fn mode_of(path: &Path) -> Option<u32> {
 
 /// Downloads for `files` through the metadata crate, with the metadata's
 /// AWS::CloudFormation::Authentication applied.
-struct DownloadFetch(Downloader);
+pub(crate) struct DownloadFetch(Downloader);
+
+impl DownloadFetch {
+    pub(crate) fn new(api: &cfn_aws::ApiOptions, imds: Arc<Imds>, metadata: &Value) -> Result<DownloadFetch, ExitCode> {
+        let http = Arc::new(HttpClient::new(api.proxies.clone(), concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION"))));
+        let endpoints = Endpoints::load().map_err(report::failure)?;
+        let authentication = Authentication::parse(metadata.get(AUTH_KEY).unwrap_or(&Value::Null));
+        Ok(DownloadFetch(Downloader::new(http, imds, authentication, endpoints)))
+    }
+}
 
 impl Fetch for DownloadFetch {
     fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut std::fs::File) -> Result<(), String> {
