@@ -104,6 +104,16 @@ fn extra(name: &str) -> Extra {
             ],
             files: &[],
         },
+        "cfn-bootstrap-plan" => Extra {
+            description: "Takes cfn-init's inputs and prints, per config, what cfn-init would change on this \
+                host. Nothing is changed: no file, package, user, state file or log line.",
+            exit: &[
+                ("0", "Nothing would change."),
+                ("2", "Something would change."),
+                ("1", "An error (bad input, a build that would fail, or options that could not be parsed)."),
+            ],
+            files: &[],
+        },
         _ => Extra {
             description: "",
             exit: &[("0", "Success."), ("1", "An error; the message is on standard error."), USAGE_ERROR],

@@ -92,7 +92,10 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let options = Options { run_tests: matches.get_flag("run_tests") };
     let plan = plan::plan(init, &requested, &Environment { fetch: &downloads }, options);
     let code = match (&plan.stopped, plan.changes()) {
-        (Some(BuildError { .. }), _) => ERROR,
+        (Some(BuildError { message, .. }), _) => {
+            eprintln!("cfn-bootstrap plan: cfn-init would fail: {}", cfn_aws::http::redact_urls_in(message));
+            ERROR
+        }
         (None, 0) => UNCHANGED,
         (None, _) => CHANGES,
     };

@@ -91,6 +91,11 @@ impl Overlay {
         assert!(status.success(), "copy {} into the root", dir.display());
     }
 
+    /// The overlay's upper layer: everything the runs created or changed in the root.
+    pub fn upper(&self) -> &Path {
+        &self.upper
+    }
+
     /// A file the run left in the root (from the upper layer).
     pub fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.upper.join(path.trim_start_matches('/'))).unwrap_or_default()

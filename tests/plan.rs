@@ -1,0 +1,374 @@
+//! `cfn-bootstrap plan` (issue 14, item 3): what cfn-init would change, changing nothing.
+//!
+//! In a sandbox (files, commands, inputs, errors, exit codes), against the emulator (a
+//! stack resource's metadata, an authenticated S3 download never shown), and as root in
+//! the Debian test root (packages, groups, users, services; the root's upper layer is
+//! snapshotted around each plan to show that nothing changed; after a real cfn-init run
+//! the plan says nothing would change).
+
+mod common;
+
+use common::debian_root::{Overlay, rootfs};
+use common::{ACCESS_KEY, Emulator, Run, SECRET_KEY, Sandbox, binary, instance_template, unique};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+fn plan(sandbox: &Sandbox, args: &[&str]) -> Run {
+    sandbox.cmd_via(binary(), "cfn-bootstrap plan").arg("plan").args(args).run()
+}
+
+fn metadata_file(sandbox: &Sandbox, init: Value) -> String {
+    let path = sandbox.path(&format!("{}.json", unique("metadata")));
+    std::fs::write(&path, json!({"AWS::CloudFormation::Init": init}).to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// Path → (kind, mode, owner, size, modification time, content) of everything under `dir`.
+fn snapshot(dir: &Path) -> BTreeMap<String, (String, u32, u32, u64, i64, i64, Vec<u8>)> {
+    let mut found = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let kind = format!("{:?}", meta.file_type());
+        let content = if meta.is_file() {
+            std::fs::read(&path).unwrap()
+        } else if meta.file_type().is_symlink() {
+            std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()
+        } else {
+            Vec::new()
+        };
+        if meta.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+        let key = path.strip_prefix(dir).unwrap().display().to_string();
+        found.insert(key, (kind, meta.mode(), meta.uid(), meta.size(), meta.mtime(), meta.mtime_nsec(), content));
+    }
+    found
+}
+
+fn assert_unchanged(before: &BTreeMap<String, impl PartialEq + std::fmt::Debug>, dir: &Path) {
+    let after = snapshot(dir);
+    let added: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    let removed: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+    assert!(added.is_empty() && removed.is_empty(), "plan added {added:?} and removed {removed:?}");
+    for (path, was) in before {
+        let now = &after[path];
+        assert!(format!("{was:?}") == format!("{now:?}"), "plan changed {path}: {was:?} -> {now:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Files and commands in a sandbox
+// ---------------------------------------------------------------------------
+
+#[test]
+fn files_show_a_unified_diff_and_nothing_is_written() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.path("root");
+    std::fs::create_dir(&root).unwrap();
+    let p = |name: &str| root.join(name).display().to_string();
+    std::fs::write(p("app.conf"), "port=80\nname=web\n").unwrap();
+    std::fs::write(p("same.txt"), "unchanged\n").unwrap();
+    std::fs::set_permissions(p("same.txt"), std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+    std::fs::write(p("tool.bin"), b"\x7fELF\0\x01").unwrap();
+    let file = metadata_file(
+        &sandbox,
+        json!({"config": {
+            "files": {
+                p("app.conf"): {"content": "port=8080\nname=web\n"},
+                p("same.txt"): {"content": "unchanged\n", "mode": "000640"},
+                p("new/dir/created.txt"): {"content": "hello {{who}}\n", "context": {"who": "world"}, "mode": "000600"},
+                p("tool.bin"): {"content": "f0VMRgACAw==", "encoding": "base64"},
+                p("link"): {"content": p("same.txt"), "mode": "120777"}
+            },
+            "commands": {
+                "01-always": {"command": format!("echo ran >> {}", p("ran.txt"))},
+                "02-gated": {"command": ["touch", p("gated")], "test": format!("test ! -e {}", p("same.txt"))}
+            }
+        }}),
+    );
+    let before = snapshot(sandbox.dir.path());
+    let run = plan(&sandbox, &[&file]);
+    run.code(2).stderr_is("");
+    let out = &run.stdout;
+    // INIT-FILES-10: the content as the build would write it, against what is there.
+    let diff = format!(
+        "~ files: change {0}: content\n      --- {0}\n      +++ {0}\n      @@ -1,2 +1,2 @@\n      -port=80\n      +port=8080\n       name=web\n",
+        p("app.conf")
+    );
+    assert!(out.contains(&diff), "{run}");
+    // A Mustache template rendered (INIT-FILES-06), a new file from /dev/null.
+    let created = format!(
+        "~ files: create {0} (mode 0600)\n      --- /dev/null\n      +++ {0}\n      @@ -0,0 +1 @@\n      +hello world\n",
+        p("new/dir/created.txt")
+    );
+    assert!(out.contains(&created), "{run}");
+    assert!(
+        out.contains(&format!(
+            "~ files: change {}: content\n      (binary or large content: 6 bytes -> 7 bytes)\n",
+            p("tool.bin")
+        )),
+        "{run}"
+    );
+    assert!(out.contains(&format!("~ files: create {} as a link to {}\n", p("link"), p("same.txt"))), "{run}");
+    assert!(!out.contains("same.txt:"), "an unchanged file is not listed\n{run}");
+    // Commands: one that always runs; a test is not run unless asked.
+    assert!(out.contains(&format!("~ commands: run 01-always: echo ran >> {}\n", p("ran.txt"))), "{run}");
+    assert!(out.contains("~ commands: run 02-gated if its test passes (test not run without --run-tests: "), "{run}");
+    assert!(out.ends_with("6 changes.\n"), "{run}");
+    assert_unchanged(&before, sandbox.dir.path());
+
+    // With --run-tests the gated command is skipped: its test fails.
+    let run = plan(&sandbox, &["--run-tests", &file]);
+    run.code(2).stdout_has("  commands: skip 02-gated: its test fails\n").stdout_has("5 changes.\n");
+    assert_unchanged(&before, sandbox.dir.path());
+}
+
+#[test]
+fn after_cfn_init_ran_nothing_would_change() {
+    let sandbox = Sandbox::new();
+    let target = sandbox.path("app.conf").display().to_string();
+    let marker = sandbox.path("migrated").display().to_string();
+    let file = metadata_file(
+        &sandbox,
+        json!({"config": {
+            "files": {&target: {"content": "port=8080\n", "mode": "000600"}},
+            "commands": {"migrate": {"command": ["touch", &marker], "test": format!("test ! -e {marker}")}}
+        }}),
+    );
+    plan(&sandbox, &["--run-tests", &file]).code(2).stdout_has("~ commands: run migrate (its test passes): ");
+    sandbox.cmd("cfn-init").arg(&file).run().code(0);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "port=8080\n");
+    plan(&sandbox, &["--run-tests", &file]).code(0).stderr_is("").stdout_is(
+        "configSet default, config config:\n  commands: skip migrate: its test fails\nNothing would change.\n",
+    );
+    // A mode changed by hand is a change again (INIT-FILES-09).
+    std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    plan(&sandbox, &["--run-tests", &file])
+        .code(2)
+        .stdout_has(&format!("~ files: change {target}: mode 0644 -> 0600\n"));
+}
+
+#[test]
+fn configsets_are_planned_in_order_and_stdin_is_read() {
+    let sandbox = Sandbox::new();
+    let a = sandbox.path("a.txt").display().to_string();
+    let b = sandbox.path("b.txt").display().to_string();
+    let doc = json!({"AWS::CloudFormation::Init": {
+        "configSets": {"first": ["one"], "both": [{"ConfigSet": "first"}, "two"]},
+        "one": {"files": {&a: {"content": "a"}}},
+        "two": {"files": {&b: {"content": "b"}}}
+    }});
+    let run =
+        sandbox.cmd_via(binary(), "plan -").args(["plan", "-c", "both", "-"]).stdin(doc.to_string().as_bytes()).run();
+    run.code(2).stderr_is("");
+    let one = run.stdout.find("configSet both, config one:\n~ files: create").unwrap_or_else(|| panic!("{run}"));
+    let two = run.stdout.find("configSet both, config two:\n~ files: create").unwrap_or_else(|| panic!("{run}"));
+    assert!(one < two, "{run}");
+    // No Init key: cfn-init does nothing, so nothing would change.
+    let run = sandbox.cmd_via(binary(), "plan -").args(["plan", "-"]).stdin(b"{\"other\": 1}").run();
+    run.code(0).stdout_is("No 'AWS::CloudFormation::Init' key: nothing would change.\n");
+}
+
+#[test]
+fn bad_input_is_an_error_with_exit_1() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.path("missing.json").display().to_string();
+    plan(&sandbox, &[&missing]).code(1).stdout_is("").stderr_has(&format!("Could not read {missing}"));
+    let bad = sandbox.path("bad.json");
+    std::fs::write(&bad, "{\"AWS::CloudFormation::Init\": ").unwrap();
+    plan(&sandbox, &[bad.to_str().unwrap()]).code(1).stdout_is("").stderr_has("Error decoding JSON");
+    let file = metadata_file(&sandbox, json!({"config": {"files": {"/tmp/x": {"content": "x"}}}}));
+    plan(&sandbox, &["-c", "nope", &file])
+        .code(1)
+        .stderr_is("cfn-bootstrap plan: cfn-init would fail: Error: no ConfigSet named nope exists\n")
+        .stdout_is("cfn-init would stop here: Error: no ConfigSet named nope exists\n");
+    // An error in a config stops the plan there, as it would stop the build.
+    let file = metadata_file(&sandbox, json!({"config": {"files": {"relative/x": {"content": "x"}}}}));
+    plan(&sandbox, &[&file])
+        .code(1)
+        .stderr_has("cfn-init would fail: File specified with non-absolute path: relative/x")
+        .stdout_is("configSet default, config config:\n  nothing to do\ncfn-init would stop here: File specified with non-absolute path: relative/x\n");
+    // Usage errors are 1 too: 2 means "something would change".
+    plan(&sandbox, &["--bogus"]).code(1).stderr_has("unexpected argument '--bogus'");
+    plan(&sandbox, &[&file, "-s", "stack", "-r", "Instance"])
+        .code(1)
+        .stderr_is("cfn-bootstrap plan: You cannot specify more than one input source for metadata\n");
+    plan(&sandbox, &["-s", "stack"]).code(1).stderr_has("You must specify both a stack name and logical resource id");
+    plan(&sandbox, &[]).code(1).stderr_has("You must specify an input source for metadata");
+    // Nothing was logged: no cfn-init.log, no state directory.
+    assert_eq!(std::fs::read_dir(sandbox.path("log")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(sandbox.path("lib")).unwrap().count(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// A stack resource's metadata, from the emulator
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_stack_resource_is_planned_and_authenticated_content_is_never_shown() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let stack_file = sandbox.path("stack.txt").display().to_string();
+    let secret_file = sandbox.path("secret.txt").display().to_string();
+    std::fs::write(&stack_file, "old\n").unwrap();
+    std::fs::write(&secret_file, "old secret\n").unwrap();
+    let (bucket, url) = emulator.s3_object("secret.txt", b"new secret s3cr3t-body\n");
+    let metadata = json!({
+        "AWS::CloudFormation::Authentication": {
+            "keys": {"type": "S3", "accessKeyId": ACCESS_KEY, "secretKey": SECRET_KEY, "buckets": [bucket]}
+        },
+        "AWS::CloudFormation::Init": {"config": {"files": {
+            &stack_file: {"content": {"Fn::Join": ["-", ["from", {"Ref": "AWS::StackName"}, "\n"]]}},
+            &secret_file: {"source": url, "authentication": "keys"}
+        }}}
+    });
+    let stack = emulator.create_stack(&unique("plan"), &instance_template(&metadata));
+    let endpoints = sandbox.path("endpoints.json");
+    std::fs::write(&endpoints, emulator.s3_endpoints_document()).unwrap();
+    let before = snapshot(sandbox.dir.path());
+    let run = sandbox
+        .cmd_via(binary(), "cfn-bootstrap plan")
+        .args(["plan", "-s", &stack, "-r", "Instance"])
+        .with_keys(&emulator)
+        .env("ENDPOINTS_OVERRIDE", &endpoints)
+        .run();
+    run.code(2).stderr_is("");
+    assert!(run.stdout.contains(&format!("      -old\n      +from-{stack}-\n")), "{run}");
+    assert!(
+        run.stdout.contains(&format!(
+            "~ files: change {secret_file}: content\n      (content from an authenticated source, not shown)\n"
+        )),
+        "{run}"
+    );
+    assert!(!run.stdout.contains("s3cr3t-body") && !run.stdout.contains("old secret"), "{run}");
+    assert_unchanged(&before, sandbox.dir.path());
+    // The metadata came from DescribeStackResource, signed with the keys given; the
+    // object was fetched signed (the emulator checks signatures).
+    let described: Vec<Value> =
+        emulator.requests_for(&stack).into_iter().filter(|r| r["action"] == "DescribeStackResource").collect();
+    assert_eq!(described.len(), 1, "{described:#?}");
+    let gets: Vec<Value> = emulator
+        .get_json("/_emu/requests?kind=other")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.contains(&bucket)))
+        .cloned()
+        .collect();
+    assert!(!gets.is_empty() && gets.iter().all(|r| r["auth_scheme"] == "AWS4-HMAC-SHA256" && r["status"] == 200));
+}
+
+// ---------------------------------------------------------------------------
+// Packages, groups, users and services in the Debian test root
+// ---------------------------------------------------------------------------
+
+/// A SysV init script whose status is its pid file's process (tests/init_system.rs).
+const INIT_SCRIPT: &str = r#"#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          cfntest
+# Required-Start:    $local_fs
+# Required-Stop:     $local_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: cfn-bootstrap test service
+### END INIT INFO
+PIDFILE=/run/cfntest.pid
+running() { [ -f $PIDFILE ] && kill -0 "$(cat $PIDFILE)" 2>/dev/null; }
+case "$1" in
+  start) running || { sleep 100000 >/dev/null 2>&1 </dev/null & echo $! > $PIDFILE; } ;;
+  stop) if running; then kill "$(cat $PIDFILE)"; fi; rm -f $PIDFILE ;;
+  restart) "$0" stop; "$0" start ;;
+  status) if running; then echo running; exit 0; else echo stopped; exit 3; fi ;;
+  *) exit 2 ;;
+esac
+"#;
+
+#[test]
+fn in_the_debian_root_plan_changes_nothing_and_cfn_init_then_leaves_nothing_to_do() {
+    let o = Overlay::new(rootfs()).with_cfn_init();
+    o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
+    o.put("/etc/cfntest.conf", "port=80\n", 0o644);
+    o.metadata(
+        "m",
+        json!({"config": {
+            "packages": {"apt": {"cfn-tiny": "1.0-1", "hello": ""}, "dpkg": {"ignored": ""}},
+            "groups": {"cfnweb": {"gid": "4501"}, "root": {}},
+            "users": {"cfnapp": {"uid": "4601", "groups": ["cfnweb"], "homeDir": "/srv/cfnapp"}},
+            "files": {"/etc/cfntest.conf": {"content": "port=8080\n", "owner": "cfnapp", "group": "cfnweb"}},
+            "commands": {"seed": {"command": "touch /var/lib/seeded", "test": "test ! -e /var/lib/seeded"}},
+            "services": {"sysvinit": {"cfntest": {
+                "enabled": "true", "ensureRunning": "true",
+                "files": ["/etc/cfntest.conf"], "packages": {"apt": ["cfn-tiny"]}
+            }}}
+        }}),
+    );
+    // The binary as `cfn-bootstrap` (a link: its name picks the command); the service
+    // installed but disabled (stop links only).
+    let setup = o.run(
+        "ln -s /opt/aws/bin/cfn-init /usr/local/bin/cfn-bootstrap\n\
+         update-rc.d cfntest defaults >/dev/null; update-rc.d cfntest disable >/dev/null 2>&1\n",
+    );
+    assert_eq!(setup.code, 0, "{}", setup.out);
+    let upper = o.upper().to_path_buf();
+
+    let before = snapshot(&upper);
+    let ran = o.run("rc=0; cfn-bootstrap plan /tmp/m.json || rc=$?; echo \"plan exit $rc\"\n");
+    assert_unchanged(&before, &upper);
+    let out = &ran.out;
+    assert!(out.contains("plan exit 2"), "{out}");
+    let expected = [
+        "configSet default, config config:",
+        "  packages dpkg: unsupported package manager dpkg, ignored",
+        "~ packages apt: install cfn-tiny=1.0-1 (not installed)",
+        "~ packages apt: install hello (not installed)",
+        "~ groups: create group cfnweb: /usr/sbin/groupadd -r -g 4501 cfnweb",
+        "~ users: create user cfnapp, in the groups created above (cfnweb)",
+        "~ files: change /etc/cfntest.conf: content, owner (created above)",
+        "      --- /etc/cfntest.conf",
+        "      +++ /etc/cfntest.conf",
+        "      @@ -1 +1 @@",
+        "      -port=80",
+        "      +port=8080",
+        "~ commands: run seed if its test passes (test not run without --run-tests: test ! -e /var/lib/seeded): touch /var/lib/seeded",
+        "~ services sysvinit: enable cfntest",
+        "~ services sysvinit: restart cfntest, since these change: files /etc/cfntest.conf, packages apt cfn-tiny",
+        "8 changes.",
+    ]
+    .join("\n");
+    assert!(out.contains(&expected), "{out}");
+
+    // The real run, then the plan again: nothing left to do.
+    let ran = o.run(
+        "/opt/aws/bin/cfn-init /tmp/m.json; echo \"init exit $?\"\n\
+         /etc/init.d/cfntest status; id cfnapp; stat -c '%U:%G %a' /etc/cfntest.conf\n",
+    );
+    assert!(ran.out.contains("init exit 0\nrunning\n"), "{}", ran.out);
+    assert!(ran.out.contains("uid=4601(cfnapp)") && ran.out.contains("cfnapp:cfnweb 644"), "{}", ran.out);
+    let before = snapshot(&upper);
+    let ran = o.run(
+        "/etc/init.d/cfntest start\n\
+         rc=0; cfn-bootstrap plan --run-tests /tmp/m.json || rc=$?; echo \"again exit $rc\"\n",
+    );
+    let again = [
+        "configSet default, config config:",
+        "  packages dpkg: unsupported package manager dpkg, ignored",
+        "  commands: skip seed: its test fails",
+        "Nothing would change.",
+        "again exit 0",
+    ]
+    .join("\n");
+    assert!(ran.out.contains(&again), "{}", ran.out);
+    assert_unchanged(&before, &upper);
+
+    // A user changed by hand and a stopped service are planned back.
+    let ran = o.run(
+        "usermod -d /elsewhere cfnapp\n\
+         rc=0; cfn-bootstrap plan --run-tests /tmp/m.json || rc=$?; echo \"drift exit $rc\"\n",
+    );
+    assert!(ran.out.contains("~ users: change user cfnapp: /usr/sbin/usermod -d /srv/cfnapp cfnapp\n"), "{}", ran.out);
+    assert!(ran.out.contains("~ services sysvinit: start cfntest (not running)\n"), "{}", ran.out);
+    assert!(ran.out.contains("drift exit 2"), "{}", ran.out);
+}
