@@ -25,13 +25,23 @@ fn metadata_file(sandbox: &Sandbox, init: Value) -> String {
     path.display().to_string()
 }
 
-/// Path → (kind, mode, owner, size, modification time, content) of everything under `dir`.
-fn snapshot(dir: &Path) -> BTreeMap<String, (String, u32, u32, u64, i64, i64, Vec<u8>)> {
+/// What a plan must leave as it was: one entry of a directory tree.
+#[derive(Debug, PartialEq)]
+struct Entry {
+    kind: String,
+    mode: u32,
+    owner: (u32, u32),
+    modified: (i64, i64),
+    /// A file's content, a link's target.
+    content: Vec<u8>,
+}
+
+/// Every entry under `dir`, by path.
+fn snapshot(dir: &Path) -> BTreeMap<String, Entry> {
     let mut found = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(path) = todo.pop() {
         let meta = std::fs::symlink_metadata(&path).unwrap();
-        let kind = format!("{:?}", meta.file_type());
         let content = if meta.is_file() {
             std::fs::read(&path).unwrap()
         } else if meta.file_type().is_symlink() {
@@ -42,20 +52,25 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (String, u32, u32, u64, i64, i64, Ve
         if meta.is_dir() {
             todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
         }
-        let key = path.strip_prefix(dir).unwrap().display().to_string();
-        found.insert(key, (kind, meta.mode(), meta.uid(), meta.size(), meta.mtime(), meta.mtime_nsec(), content));
+        let entry = Entry {
+            kind: format!("{:?}", meta.file_type()),
+            mode: meta.mode(),
+            owner: (meta.uid(), meta.gid()),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            content,
+        };
+        found.insert(path.strip_prefix(dir).unwrap().display().to_string(), entry);
     }
     found
 }
 
-fn assert_unchanged(before: &BTreeMap<String, impl PartialEq + std::fmt::Debug>, dir: &Path) {
+fn assert_unchanged(before: &BTreeMap<String, Entry>, dir: &Path) {
     let after = snapshot(dir);
     let added: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
     let removed: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
     assert!(added.is_empty() && removed.is_empty(), "plan added {added:?} and removed {removed:?}");
     for (path, was) in before {
-        let now = &after[path];
-        assert!(format!("{was:?}") == format!("{now:?}"), "plan changed {path}: {was:?} -> {now:?}");
+        assert_eq!(was, &after[path], "plan changed {path}");
     }
 }
 
