@@ -341,7 +341,7 @@ fn in_the_debian_root_plan_changes_nothing_and_cfn_init_then_leaves_nothing_to_d
         "~ packages apt: install hello (not installed)",
         "~ groups: create group cfnweb: /usr/sbin/groupadd -r -g 4501 cfnweb",
         "~ users: create user cfnapp, in the groups created above (cfnweb)",
-        "~ files: change /etc/cfntest.conf: content, owner (created above)",
+        "~ files: change /etc/cfntest.conf: content, owner cfnapp (created above), group cfnweb (created above)",
         "      --- /etc/cfntest.conf",
         "      +++ /etc/cfntest.conf",
         "      @@ -1 +1 @@",

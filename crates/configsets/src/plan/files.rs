@@ -70,9 +70,19 @@ fn plan_file(
     let current = existing.as_ref().filter(|m| m.is_file());
     let mode = mode_for(spec, current.map(|m| m.mode() & 0o7777), umask);
     let hidden = spec.source.is_some() && spec.authentication.is_some();
-    let owner_created_above = spec.owner.as_ref().is_some_and(|o| pending.users.contains(o))
-        || spec.group.as_ref().is_some_and(|g| pending.groups.contains(g));
-    let ids = if owner_created_above { (None, None) } else { owner_ids(spec)? };
+    // An owner or group that the build creates above has no id yet.
+    let new_owner = spec.owner.as_ref().filter(|o| pending.users.contains(o.as_str()));
+    let new_group = spec.group.as_ref().filter(|g| pending.groups.contains(g.as_str()));
+    let ids = if new_owner.is_some() || new_group.is_some() {
+        let known = FileSpec {
+            owner: spec.owner.clone().filter(|_| new_owner.is_none()),
+            group: spec.group.clone().filter(|_| new_group.is_none()),
+            ..spec.clone()
+        };
+        owner_ids(&known)?
+    } else {
+        owner_ids(spec)?
+    };
 
     let Some(meta) = current else {
         let what = match &existing {
@@ -96,8 +106,11 @@ fn plan_file(
     if old_mode != mode {
         parts.push(format!("mode {old_mode:04o} -> {mode:04o}"));
     }
-    if owner_created_above {
-        parts.push("owner (created above)".to_string());
+    if let Some(owner) = new_owner {
+        parts.push(format!("owner {owner} (created above)"));
+    }
+    if let Some(group) = new_group {
+        parts.push(format!("group {group} (created above)"));
     }
     if let Some(uid) = ids.0.filter(|uid| *uid != meta.uid()) {
         parts.push(format!("owner {} -> {uid}", meta.uid()));
