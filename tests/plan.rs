@@ -206,6 +206,11 @@ fn bad_input_is_an_error_with_exit_1() {
         .code(1)
         .stderr_has("cfn-init would fail: File specified with non-absolute path: relative/x")
         .stdout_is("configSet default, config config:\n  nothing to do\ncfn-init would stop here: File specified with non-absolute path: relative/x\n");
+    let file =
+        metadata_file(&sandbox, json!({"config": {"commands": {"c": {"command": "true", "runas": "no-such-user-x"}}}}));
+    plan(&sandbox, &[&file])
+        .code(1)
+        .stderr_is("cfn-bootstrap plan: cfn-init would fail: no-such-user-x is not a valid user name\n");
     // Usage errors are 1 too: 2 means "something would change".
     plan(&sandbox, &["--bogus"]).code(1).stderr_has("unexpected argument '--bogus'");
     plan(&sandbox, &[&file, "-s", "stack", "-r", "Instance"])

@@ -172,7 +172,7 @@ fn plan_config(
         changes.files = files::plan(name, &entries("files")?, env, pending, items)?;
     }
     if present("commands").is_some() {
-        changes.commands = commands::plan(name, &entries("commands")?, options, items)?;
+        changes.commands = commands::plan(name, &entries("commands")?, options, pending, items)?;
     }
     if let Some(value) = present("services") {
         services::plan(name, value, &changes, items)?;

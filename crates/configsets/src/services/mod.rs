@@ -170,6 +170,8 @@ mod tests {
         assert!(!restart_required(&props(json!({"packages": {"yum": ["nginx"]}})), &changes));
         assert!(!restart_required(&props(json!({"sources": ["/opt/x"]})), &changes));
         assert!(!restart_required(&props(json!({"enabled": true})), &changes));
+        let both = props(json!({"files": ["/etc/a.conf", "/etc/b.conf"], "packages": {"apt": "nginx"}}));
+        assert_eq!(restart_reasons(&both, &changes), ["files /etc/a.conf", "packages apt nginx"]);
     }
 
     #[test]
