@@ -211,6 +211,10 @@ fn bad_input_is_an_error_with_exit_1() {
     plan(&sandbox, &[&file])
         .code(1)
         .stderr_is("cfn-bootstrap plan: cfn-init would fail: no-such-user-x is not a valid user name\n");
+    // The exit codes are documented in the help (and so in the manual page).
+    plan(&sandbox, &["--help"])
+        .code(0)
+        .stdout_has("Exit status: 0 nothing would change, 2 something would, 1 an error");
     // Usage errors are 1 too: 2 means "something would change".
     plan(&sandbox, &["--bogus"]).code(1).stderr_has("unexpected argument '--bogus'");
     plan(&sandbox, &[&file, "-s", "stack", "-r", "Instance"])
