@@ -396,3 +396,51 @@ fn in_the_debian_root_plan_changes_nothing_and_cfn_init_then_leaves_nothing_to_d
     assert!(ran.out.contains("~ services sysvinit: start cfntest (not running)\n"), "{}", ran.out);
     assert!(ran.out.contains("drift exit 2"), "{}", ran.out);
 }
+
+#[test]
+fn systemd_units_are_planned_from_systemctl_s_answers() {
+    let o = Overlay::new(rootfs()).with_cfn_init();
+    o.put(
+        "/etc/systemd/system/cfnunit.service",
+        "[Unit]\nDescription=cfn test unit\n[Service]\nExecStart=/bin/sleep 1000\n[Install]\nWantedBy=multi-user.target\n",
+        0o644,
+    );
+    o.metadata(
+        "m",
+        json!({"config": {
+            "files": {"/etc/cfnunit.conf": {"content": "x\n"}},
+            "services": {"systemd": {"cfnunit": {"enabled": true, "ensureRunning": true, "files": ["/etc/cfnunit.conf"]}}}
+        }}),
+    );
+    let setup = o.run("ln -s /opt/aws/bin/cfn-init /usr/local/bin/cfn-bootstrap\n");
+    assert_eq!(setup.code, 0, "{}", setup.out);
+    let plan = "rc=0; cfn-bootstrap plan /tmp/m.json || rc=$?; echo \"exit $rc\"\n";
+
+    let before = snapshot(o.upper());
+    let ran = o.run(plan);
+    assert_unchanged(&before, o.upper());
+    let expected = [
+        "~ files: create /etc/cfnunit.conf (mode 0644)",
+        "      --- /dev/null",
+        "      +++ /etc/cfnunit.conf",
+        "      @@ -0,0 +1 @@",
+        "      +x",
+        "~ services systemd: enable cfnunit",
+        "~ services systemd: restart cfnunit, since these change: files /etc/cfnunit.conf",
+        "3 changes.",
+        "exit 2",
+    ]
+    .join("\n");
+    assert!(ran.out.contains(&expected), "{}", ran.out);
+
+    // Enabled and written by hand: only the start is left (no systemd runs in the root,
+    // so systemctl reports the unit inactive).
+    let done = o.run("systemctl enable cfnunit 2>/dev/null; printf 'x\\n' > /etc/cfnunit.conf\n");
+    assert_eq!(done.code, 0, "{}", done.out);
+    let before = snapshot(o.upper());
+    let ran = o.run(plan);
+    assert_unchanged(&before, o.upper());
+    let expected =
+        "configSet default, config config:\n~ services systemd: start cfnunit (not running)\n1 change.\nexit 2\n";
+    assert!(ran.out.ends_with(expected), "{}", ran.out);
+}

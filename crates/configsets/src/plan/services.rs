@@ -16,7 +16,7 @@ pub(super) fn plan(config: &str, value: &Value, changes: &ChangeRecord, items: &
     };
     for (manager, services_value) in managers {
         let section = format!("services {manager}");
-        let (is_running, is_enabled): (Query, Query) = match manager.as_str() {
+        let (is_running, is_enabled): (Query, EnabledQuery) = match manager.as_str() {
             "sysvinit" => (sysvinit::is_running_now, sysvinit::is_enabled),
             "systemd" => (systemd::is_active, systemd::is_enabled),
             "windows" => {
@@ -53,6 +53,8 @@ pub(super) fn plan(config: &str, value: &Value, changes: &ChangeRecord, items: &
 }
 
 type Query = fn(&str) -> Result<bool, String>;
+/// Whether a service is enabled; `None` when the manager cannot change it.
+type EnabledQuery = fn(&str) -> Result<Option<bool>, String>;
 
 /// Asks for the state; records what would change it.
 struct Recorder<'a> {
@@ -60,7 +62,7 @@ struct Recorder<'a> {
     /// Why the service would restart (the changes it depends on).
     reasons: Vec<String>,
     is_running: Query,
-    is_enabled: Query,
+    is_enabled: EnabledQuery,
     items: &'a mut Vec<Item>,
 }
 
@@ -72,8 +74,14 @@ impl Recorder<'_> {
 
 impl Controller for Recorder<'_> {
     fn set_enabled(&mut self, service: &str, enabled: bool) -> Result<(), String> {
-        if (self.is_enabled)(service)? != enabled {
-            self.push(format!("{} {service}", if enabled { "enable" } else { "disable" }));
+        let verb = if enabled { "enable" } else { "disable" };
+        match (self.is_enabled)(service)? {
+            Some(now) if now != enabled => self.push(format!("{verb} {service}")),
+            Some(_) => {}
+            None => self.items.push(Item::remark(
+                self.section,
+                format!("cannot {verb} {service}: neither chkconfig nor update-rc.d is available"),
+            )),
         }
         Ok(())
     }

@@ -83,8 +83,8 @@ pub(crate) fn is_active(service: &str) -> Result<bool, String> {
     ask("is-active", service)
 }
 
-pub(crate) fn is_enabled(service: &str) -> Result<bool, String> {
-    ask("is-enabled", service)
+pub(crate) fn is_enabled(service: &str) -> Result<Option<bool>, String> {
+    ask("is-enabled", service).map(Some)
 }
 
 fn ask(action: &str, service: &str) -> Result<bool, String> {

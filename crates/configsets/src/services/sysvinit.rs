@@ -144,11 +144,13 @@ pub(crate) fn is_running_now(service: &str) -> Result<bool, String> {
 }
 
 /// Whether the service starts at boot: `chkconfig <svc>` says so, or (update-rc.d) a
-/// start link in a multi-user runlevel's directory.
-pub(crate) fn is_enabled(service: &str) -> Result<bool, String> {
+/// start link in a multi-user runlevel's directory. `None` when neither tool is there
+/// (the build then leaves the setting alone).
+pub(crate) fn is_enabled(service: &str) -> Result<Option<bool>, String> {
     match Modifier::detect() {
-        Some(Modifier::Chkconfig) => Ok(tool::query(&["/sbin/chkconfig", service])?.ok()),
-        _ => Ok(["2", "3", "4", "5"].iter().any(|level| {
+        None => Ok(None),
+        Some(Modifier::Chkconfig) => Ok(Some(tool::query(&["/sbin/chkconfig", service])?.ok())),
+        Some(Modifier::UpdateRcD) => Ok(Some(["2", "3", "4", "5"].iter().any(|level| {
             std::fs::read_dir(format!("/etc/rc{level}.d")).is_ok_and(|entries| {
                 entries.flatten().any(|e| {
                     let name = e.file_name();
@@ -156,7 +158,7 @@ pub(crate) fn is_enabled(service: &str) -> Result<bool, String> {
                     name.starts_with('S') && name.get(3..) == Some(service)
                 })
             })
-        })),
+        }))),
     }
 }
 
