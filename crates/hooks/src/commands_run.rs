@@ -1,7 +1,7 @@
 //! `commands_run.json` (STATE-05, SPEC §11.2): the commands this listener has completed,
 //! so that a message delivered again (SQS delivers at least once) does not run the
 //! action twice. The format is the reference's, so that the file survives an upgrade:
-//! `{"by_id": {"<id>": true}, "by_day": {"YYYY-MM-DDT00:00:00": ["<id>", …]}}`. Days older
+//! `{"by_day": {"YYYY-MM-DDT00:00:00": ["<id>", …]}, "by_id": {"<id>": true}}`. Days older
 //! than two days are dropped on every write, which keeps the file (and memory) bounded.
 
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
