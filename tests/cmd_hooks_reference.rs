@@ -50,6 +50,8 @@ struct Outcome {
     commands_run: Option<Value>,
     /// The command variables of the action's environment, normalised.
     action_env: Option<BTreeMap<String, String>>,
+    /// Any other variable the action got that its cfn-hup was not given (none).
+    added_variables: Vec<String>,
     /// The CloudFormation actions called, in order.
     cloudformation: Vec<String>,
 }
@@ -72,9 +74,22 @@ fn recorded(case: &str) -> (Outcome, String) {
         queue: file("queue").unwrap(),
         commands_run: file("commands_run.json").map(|t| serde_json::from_str(&t).unwrap()),
         action_env: file("action.env").map(|env| command_variables(&env)),
+        added_variables: added_variables(&file("action.env").unwrap_or_default(), &|name| {
+            ["HOME", "LANG", "PATH", "PWD", "PYTHONPATH", "SHLVL", "TZ", "_"].contains(&name)
+        }),
         cloudformation,
     };
     (outcome, file("cfn-hup.log").unwrap())
+}
+
+/// The variables of `env | sort` output that are neither command variables nor `given`
+/// to cfn-hup (or set by the shell).
+fn added_variables(env: &str, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+    env.lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .filter(|k| !COMMAND_VARIABLES.contains(k) && !given(k))
+        .map(str::to_string)
+        .collect()
 }
 
 fn command_variables(env: &str) -> BTreeMap<String, String> {
@@ -240,6 +255,7 @@ impl Harness {
             .filter(|r| r["kind"] == "cloudformation" && r["user_agent"].as_str().is_some_and(|a| !a.contains("tests")))
             .map(|r| r["action"].as_str().unwrap().to_string())
             .collect();
+        let action_env = std::fs::read_to_string(self.sandbox.path("action.env")).ok();
         let outcome = Outcome {
             exit: format!("{}\n", run.code),
             results: self.drain_results().iter().map(|b| format!("{b}\n")).collect(),
@@ -247,9 +263,11 @@ impl Harness {
             commands_run: std::fs::read_to_string(self.sandbox.path("lib/cfn-hup/data/commands_run.json"))
                 .ok()
                 .map(|t| serde_json::from_str(&normalise(&t, work)).unwrap()),
-            action_env: std::fs::read_to_string(self.sandbox.path("action.env"))
-                .ok()
-                .map(|env| command_variables(&normalise(&env, work))),
+            action_env: action_env.as_deref().map(|env| command_variables(&normalise(env, work))),
+            added_variables: added_variables(action_env.as_deref().unwrap_or_default(), &|name| {
+                name.starts_with("CFN_BOOTSTRAP_")
+                    || ["AWS_ENDPOINT_URL_SQS", "HOME", "LANG", "PATH", "PWD", "SHLVL", "TZ", "_"].contains(&name)
+            }),
             cloudformation,
         };
         (outcome, normalise(&self.sandbox.log("cfn-hup.log"), work))
