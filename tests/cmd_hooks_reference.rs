@@ -3,7 +3,10 @@
 //! listener credentials), HUP-CMD-02 (expiry, de-duplication through `commands_run.json`,
 //! unparsable messages), HUP-CMD-03 (the action's environment and the result message, its
 //! 1024-character rules), HUP-CMD-04 (singleton leader election), STATE-05 (the file's
-//! format) and CMDT-02 (cfn-send-cmd-result's message, sent from an action).
+//! format), CMDT-01 (cfn-elect-cmd-leader makes another listener the leader first) and
+//! CMDT-02 (cfn-send-cmd-result's message, sent from an action). The reference's SQS calls
+//! (API-06) are in the golden `requests` files; ours differ on purpose, as the deliberate
+//! differences in the project README's Compatibility section say.
 //!
 //! Each case is one `cfn-hup -v --no-daemon` that receives one message, as recorded. It
 //! runs in a private network where the emulator listens on the recording's port and
