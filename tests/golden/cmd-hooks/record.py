@@ -85,8 +85,7 @@ def write_config(sqs):
 
 
 def listener_queue():
-    out = subprocess.run(["curl", "-sf", f"{URL}/_emu/listeners"], check=True, capture_output=True).stdout
-    (listener,) = json.loads(out)
+    (listener,) = emulator_json("/_emu/listeners")
     return listener["QueueUrl"]
 
 
@@ -107,10 +106,12 @@ def queue_counts(sqs, queue):
     return f"visible {a['ApproximateNumberOfMessages']} in-flight {a['ApproximateNumberOfMessagesNotVisible']}\n"
 
 
+def emulator_json(path):
+    return json.loads(subprocess.run(["curl", "-sf", f"{URL}{path}"], check=True, capture_output=True).stdout)
+
+
 def journal_since(seq):
-    out = subprocess.run(["curl", "-sf", f"{URL}/_emu/requests?since={seq}"], check=True,
-                         capture_output=True).stdout
-    return json.loads(out)
+    return emulator_json(f"/_emu/requests?since={seq}")
 
 
 def run_reference(case, out):
@@ -177,6 +178,7 @@ def record():
                 body = envelope(json.dumps(command))
             sqs.send_message(QueueUrl=queue, MessageBody=body)
         seq = journal_since(0)[-1]["seq"]
+        events_before = len(emulator_json("/_emu/events"))
         run_reference(case["name"], out)
         if queue is None:
             queue = listener_queue()
@@ -185,6 +187,10 @@ def record():
             for r in journal_since(seq):
                 if not (r.get("user_agent") or "").startswith("Boto3"):
                     f.write(f"{r['method']} {r['path']} {r.get('action') or ''} {r['status']}\n")
+        with open(f"{out}/events", "w") as f:
+            # The command events PUT to the emulator's event handles during the run.
+            for e in emulator_json("/_emu/events")[events_before:]:
+                f.write(json.dumps({k: e[k] for k in ("path", "query", "content_type", "body")}) + "\n")
         with open(f"{out}/results", "w") as f:
             for body in drain(sqs, results):
                 f.write(body + "\n")
