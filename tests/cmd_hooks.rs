@@ -441,7 +441,7 @@ fn an_event_is_put_to_the_handle() {
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(
         events[0]["body"],
-        r#"{"DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener", "InvocationId": "inv-1", "EventId": "ev1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
+        r#"{"EventId": "ev1", "DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener", "InvocationId": "inv-1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
     );
     assert_eq!(events[0]["query"], "X-Amz-Signature=SIGsecret123");
     // An empty Content-Type (the handle is presigned for none).

@@ -1,12 +1,13 @@
 //! cfn-hup's command hooks compared with what the reference did on the same cases
-//! (tests/golden/cmd-hooks; SPEC §14.7, §11.2, §15.2): HUP-CMD-01 (registration and
-//! listener credentials), HUP-CMD-02 (expiry, de-duplication through `commands_run.json`,
-//! unparsable messages), HUP-CMD-03 (the action's environment and the result message, its
+//! (tests/golden/cmd-hooks; SPEC §14.7, §11.2, §15): HUP-CMD-01 (registration and listener
+//! credentials), HUP-CMD-02 (expiry, de-duplication through `commands_run.json`, unparsable
+//! messages), HUP-CMD-03 (the action's environment and the result message, its
 //! 1024-character rules), HUP-CMD-04 (singleton leader election), STATE-05 (the file's
-//! format), CMDT-01 (cfn-elect-cmd-leader makes another listener the leader first) and
-//! CMDT-02 (cfn-send-cmd-result's message, sent from an action). The reference's SQS calls
-//! (API-06) are in the golden `requests` files; ours differ on purpose, as the deliberate
-//! differences in the project README's Compatibility section say.
+//! format), CMDT-01 (cfn-elect-cmd-leader makes another listener the leader first), CMDT-02
+//! and CMDT-03 (cfn-send-cmd-result's message and cfn-send-cmd-event's event, sent from an
+//! action). The reference's SQS calls (API-06) are in the golden `requests` files; ours
+//! differ on purpose, as the deliberate differences in the project README's Compatibility
+//! section say.
 //!
 //! Each case is one `cfn-hup -v --no-daemon` that receives one message, as recorded. It
 //! runs in a private network where the emulator listens on the recording's port and
@@ -48,6 +49,8 @@ fn golden() -> PathBuf {
 struct Outcome {
     exit: String,
     results: String,
+    /// The command events PUT to the emulator's event handles: path, query, Content-Type, body.
+    events: Vec<Value>,
     queue: String,
     /// `commands_run.json` as JSON: the reference's `by_id` is in Python 2's hash order.
     commands_run: Option<Value>,
@@ -74,6 +77,7 @@ fn recorded(case: &str) -> (Outcome, String) {
     let outcome = Outcome {
         exit: file("exit").unwrap(),
         results: file("results").unwrap(),
+        events: file("events").unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
         queue: file("queue").unwrap(),
         commands_run: file("commands_run.json").map(|t| serde_json::from_str(&t).unwrap()),
         action_env: file("action.env").map(|env| command_variables(&env)),
@@ -239,6 +243,7 @@ impl Harness {
             sqs_post(&self.emulator, REGION, queue, &[("Action", "SendMessage"), ("MessageBody", &body)]);
         }
         let seen = self.emulator.get_json("/_emu/requests").as_array().unwrap().len();
+        let events_seen = self.emulator.get_json("/_emu/events").as_array().unwrap().len();
         let run = self
             .tool("cfn-hup")
             .args(["-v", "-c"])
@@ -262,6 +267,10 @@ impl Harness {
         let outcome = Outcome {
             exit: format!("{}\n", run.code),
             results: self.drain_results().iter().map(|b| format!("{b}\n")).collect(),
+            events: self.emulator.get_json("/_emu/events").as_array().unwrap()[events_seen..]
+                .iter()
+                .map(|e| json!({"path": e["path"], "query": e["query"], "content_type": e["content_type"], "body": e["body"]}))
+                .collect(),
             queue: self.queue_counts(),
             commands_run: std::fs::read_to_string(self.sandbox.path("lib/cfn-hup/data/commands_run.json"))
                 .ok()

@@ -71,10 +71,13 @@ pub struct CommandEvent {
 }
 
 impl CommandEvent {
-    /// `{DispatcherId, CommandName, ListenerId, InvocationId, EventId, EventTimestamp, Message}`.
+    /// `{EventId, DispatcherId, CommandName, ListenerId, InvocationId, EventTimestamp,
+    /// Message}`: the order the reference's `json.dumps` wrote (tests/golden/cmd-hooks,
+    /// `action-sends-event`).
     pub fn body(&self) -> String {
-        let mut document = self.ids.clone().into_document();
+        let mut document = Map::new();
         document.insert("EventId".into(), self.event_id.clone().into());
+        document.extend(self.ids.clone().into_document());
         document.insert("EventTimestamp".into(), self.timestamp.clone().into());
         document.insert("Message".into(), self.message.clone().into());
         pyjson::to_compact(&Value::Object(document))
@@ -155,7 +158,7 @@ mod tests {
         };
         assert_eq!(
             event.body(),
-            r#"{"DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "EventId": "e1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
+            r#"{"EventId": "e1", "DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
         );
         let id = random_uuid();
         assert_eq!(id.len(), 36);
