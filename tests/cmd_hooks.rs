@@ -441,7 +441,7 @@ fn an_event_is_put_to_the_handle() {
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(
         events[0]["body"],
-        r#"{"DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener", "InvocationId": "inv-1", "EventId": "ev1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
+        r#"{"EventId": "ev1", "DispatcherId": "disp-1", "CommandName": "deploy", "ListenerId": "i-listener", "InvocationId": "inv-1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
     );
     assert_eq!(events[0]["query"], "X-Amz-Signature=SIGsecret123");
     // An empty Content-Type (the handle is presigned for none).
@@ -562,42 +562,45 @@ fn put_failures_are_reported_and_server_errors_retried() {
 }
 
 /// The reference sends SQS's query protocol (ReceiveMessage and DeleteMessage as signed
-/// GETs on the queue URL, XML answers): the emulator keeps answering it, so reference
-/// runs against it stay comparable.
+/// GETs, SendMessage as a form POST, XML answers) to the queue URL with a slash added
+/// (`/<account>/<queue>/`); real SQS answers both spellings of the path (API-06). The
+/// emulator does too, so reference runs against it stay comparable.
 #[test]
-fn the_emulator_still_answers_the_references_query_protocol_gets() {
+fn the_emulator_answers_the_query_protocol_on_the_queue_path_with_or_without_a_slash() {
     use cfn_aws::sigv4;
     let emulator = Emulator::shared();
     let queue = create_queue(&emulator, "us-east-1");
-    sqs_post(&emulator, "us-east-1", &queue, &[("Action", "SendMessage"), ("MessageBody", "hello")]);
-    let get = |params: &[(&str, &str)]| {
-        let host = emulator.url.trim_start_matches("http://").to_string();
-        let query: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let request =
-            sigv4::Request { method: "GET", host: &host, path: &queue, query: &query, headers: &[], payload: b"" };
-        let credentials = cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
-        let scope = sigv4::Scope { region: "us-east-1", service: "sqs" };
-        let mut headers = sigv4::sign(&request, &credentials, &scope, chrono::Utc::now());
-        headers.push(("Host", host.clone()));
-        let url = format!("{}{queue}?{}", emulator.url, sigv4::canonical_query(&query));
-        let http = cfn_aws::http::HttpClient::new(cfn_aws::ProxyOptions::default(), "tests");
-        let response = http.send("GET", &url, &headers, None).unwrap();
-        assert!(response.is_success(), "{params:?}: {} {}", response.status, response.text());
-        response.text()
-    };
-    let answer = get(&[
-        ("Action", "ReceiveMessage"),
-        ("Version", "2012-11-05"),
-        ("MaxNumberOfMessages", "1"),
-        ("AttributeName.1", "All"),
-        ("WaitTimeSeconds", "0"),
-    ]);
-    assert_eq!(xml_texts(&answer, "Body"), ["hello"], "{answer}");
-    let handle = xml_texts(&answer, "ReceiptHandle").pop().unwrap();
-    get(&[("Action", "DeleteMessage"), ("Version", "2012-11-05"), ("ReceiptHandle", &handle)]);
-    // Deleted, not merely in flight.
-    let attributes =
-        sqs_post(&emulator, "us-east-1", &queue, &[("Action", "GetQueueAttributes"), ("AttributeName.1", "All")]);
-    let at = attributes.find("<Name>ApproximateNumberOfMessagesNotVisible</Name>").unwrap();
-    assert_eq!(xml_texts(&attributes[at..], "Value")[0], "0", "{attributes}");
+    for path in [queue.clone(), format!("{queue}/")] {
+        sqs_post(&emulator, "us-east-1", &path, &[("Action", "SendMessage"), ("MessageBody", "hello")]);
+        let get = |params: &[(&str, &str)]| {
+            let host = emulator.url.trim_start_matches("http://").to_string();
+            let query: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let request =
+                sigv4::Request { method: "GET", host: &host, path: &path, query: &query, headers: &[], payload: b"" };
+            let credentials = cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None);
+            let scope = sigv4::Scope { region: "us-east-1", service: "sqs" };
+            let mut headers = sigv4::sign(&request, &credentials, &scope, chrono::Utc::now());
+            headers.push(("Host", host.clone()));
+            let url = format!("{}{path}?{}", emulator.url, sigv4::canonical_query(&query));
+            let http = cfn_aws::http::HttpClient::new(cfn_aws::ProxyOptions::default(), "tests");
+            let response = http.send("GET", &url, &headers, None).unwrap();
+            assert!(response.is_success(), "{path} {params:?}: {} {}", response.status, response.text());
+            response.text()
+        };
+        let answer = get(&[
+            ("Action", "ReceiveMessage"),
+            ("Version", "2012-11-05"),
+            ("MaxNumberOfMessages", "1"),
+            ("AttributeName.1", "All"),
+            ("WaitTimeSeconds", "0"),
+        ]);
+        assert_eq!(xml_texts(&answer, "Body"), ["hello"], "{path}: {answer}");
+        let handle = xml_texts(&answer, "ReceiptHandle").pop().unwrap();
+        get(&[("Action", "DeleteMessage"), ("Version", "2012-11-05"), ("ReceiptHandle", &handle)]);
+        // Deleted, not merely in flight.
+        let attributes =
+            sqs_post(&emulator, "us-east-1", &path, &[("Action", "GetQueueAttributes"), ("AttributeName.1", "All")]);
+        let at = attributes.find("<Name>ApproximateNumberOfMessagesNotVisible</Name>").unwrap();
+        assert_eq!(xml_texts(&attributes[at..], "Value")[0], "0", "{path}: {attributes}");
+    }
 }

@@ -69,7 +69,8 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     (XML answers, namespace 2012-11-05). moto reads query-protocol parameters only from a
     POST form, so a GET with the parameters in the query string (ReceiveMessage/DeleteMessage
     as the reference sends them) is handed to moto as the equivalent POST after its
-    signature has been checked. JSON-protocol requests are journaled with their action (from
+    signature has been checked. The queue path answers with or without a trailing slash
+    (the reference sends `/<account>/<queue>/`), as real SQS does. JSON-protocol requests are journaled with their action (from
     the target header), "json" (the body) and "queue" (the path of QueueUrl); path fault
     rules match them by that queue path.
   * Command event handles: PUT /_events/<anything> is recorded (path, query, Content-Type,
@@ -1206,6 +1207,19 @@ def sqs_query_as_form(environ):
             environ[k] = environ[k].split("?", 1)[0]
 
 
+def sqs_queue_path_without_slash(environ):
+    """SQS answers a queue URL with a trailing slash (`/<account>/<queue>/`, where the
+    reference sends its calls) as the queue itself; moto routes only the bare path. Called
+    after signature validation, which covers the path as sent."""
+    path = environ.get("PATH_INFO", "")
+    if re.fullmatch(r"/\d+/[^/]+/", path):
+        environ["PATH_INFO"] = path.rstrip("/")
+        for k in ("REQUEST_URI", "RAW_URI"):
+            if k in environ:
+                uri, sep, rest = environ[k].partition("?")
+                environ[k] = uri.rstrip("/") + sep + rest
+
+
 class CfnEmulator:
     def __init__(self):
         self.moto = DomainDispatcherApplication(create_backend_app)
@@ -1298,8 +1312,10 @@ class CfnEmulator:
                 return self._respond(start_response, *render_error(err, params.get("ContentType") == "JSON"))
 
         if not is_cfn:
-            if scope and scope.group(2) == "sqs" and method == "GET" and "Action" in query:
-                sqs_query_as_form(environ)
+            if scope and scope.group(2) == "sqs":
+                sqs_queue_path_without_slash(environ)
+                if method == "GET" and "Action" in query:
+                    sqs_query_as_form(environ)
             return self.moto(environ, start_response)
         rule = take_fault(entry, method, params=params)
         if rule:

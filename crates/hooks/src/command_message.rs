@@ -75,18 +75,22 @@ impl Command {
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expiration_ms < now_ms
     }
+
+    /// The expiry as the reference logs it: whole seconds, ISO 8601 without a zone.
+    pub fn expiration_text(&self) -> String {
+        match chrono::DateTime::from_timestamp(self.expiration_ms.div_euclid(1000), 0) {
+            Some(at) => at.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            None => format!("{} ms", self.expiration_ms),
+        }
+    }
 }
 
-/// The result of running a command's action: `{DispatcherId, InvocationId, CommandName,
-/// Status, ListenerId}` plus `Data` (stdout, on success) or `Message` (stderr, on
+/// The result of running a command's action: `{Status, DispatcherId, ListenerId,
+/// CommandName, InvocationId}` plus `Data` (stdout, on success) or `Message` (stderr, on
 /// failure), both right-trimmed. A failure message over 1024 characters keeps its first
 /// and last 500; success data over 1024 characters turns the result into a failure that
 /// quotes the first 100.
 pub fn result_body(command: &Command, listener_id: &str, exit_code: i32, stdout: &str, stderr: &str) -> String {
-    let mut document = Map::new();
-    document.insert("DispatcherId".into(), command.dispatcher_id.clone().into());
-    document.insert("InvocationId".into(), command.invocation_id.clone().into());
-    document.insert("CommandName".into(), command.command_name.clone().into());
     let (status, field, text) = if exit_code != 0 {
         ("FAILURE", "Message", shorten(stderr.trim_end()))
     } else {
@@ -98,8 +102,13 @@ pub fn result_body(command: &Command, listener_id: &str, exit_code: i32, stdout:
             ("SUCCESS", "Data", data.to_string())
         }
     };
+    // The keys in the order the reference's json.dumps wrote them (tests/golden/cmd-hooks).
+    let mut document = Map::new();
     document.insert("Status".into(), status.into());
+    document.insert("DispatcherId".into(), command.dispatcher_id.clone().into());
     document.insert("ListenerId".into(), listener_id.into());
+    document.insert("CommandName".into(), command.command_name.clone().into());
+    document.insert("InvocationId".into(), command.invocation_id.clone().into());
     document.insert(field.into(), text.into());
     cfn_python::json::to_compact(&Value::Object(document))
 }
@@ -165,11 +174,11 @@ mod tests {
         let c = Command::from_body(&envelope(&sample())).unwrap();
         assert_eq!(
             result_body(&c, "l", 0, "out put \n\n", "ignored"),
-            r#"{"DispatcherId": "d", "InvocationId": "i", "CommandName": "deploy", "Status": "SUCCESS", "ListenerId": "l", "Data": "out put"}"#
+            r#"{"Status": "SUCCESS", "DispatcherId": "d", "ListenerId": "l", "CommandName": "deploy", "InvocationId": "i", "Data": "out put"}"#
         );
         assert_eq!(
             result_body(&c, "l", 2, "ignored", "  bad\n"),
-            r#"{"DispatcherId": "d", "InvocationId": "i", "CommandName": "deploy", "Status": "FAILURE", "ListenerId": "l", "Message": "  bad"}"#
+            r#"{"Status": "FAILURE", "DispatcherId": "d", "ListenerId": "l", "CommandName": "deploy", "InvocationId": "i", "Message": "  bad"}"#
         );
         let parse = |b: String| serde_json::from_str::<Value>(&b).unwrap();
         // Exactly 1024 characters pass unchanged (multi-byte characters count once).

@@ -48,13 +48,15 @@ impl CommandResult {
         }
     }
 
-    /// `{DispatcherId, CommandName, ListenerId, InvocationId, Data, Message, Status}`.
+    /// `{Status, DispatcherId, CommandName, ListenerId, InvocationId, Message, Data}`: the
+    /// order the reference's `json.dumps` wrote (tests/golden/cmd-hooks, `action-reports`).
     pub fn body(&self) -> String {
-        let mut document = self.ids.clone().into_document();
         let (data, message) = if self.success { (self.text.as_str(), "") } else { ("", self.text.as_str()) };
-        document.insert("Data".into(), data.into());
-        document.insert("Message".into(), message.into());
+        let mut document = Map::new();
         document.insert("Status".into(), if self.success { "SUCCESS" } else { "FAILURE" }.into());
+        document.extend(self.ids.clone().into_document());
+        document.insert("Message".into(), message.into());
+        document.insert("Data".into(), data.into());
         pyjson::to_compact(&Value::Object(document))
     }
 }
@@ -69,10 +71,13 @@ pub struct CommandEvent {
 }
 
 impl CommandEvent {
-    /// `{DispatcherId, CommandName, ListenerId, InvocationId, EventId, EventTimestamp, Message}`.
+    /// `{EventId, DispatcherId, CommandName, ListenerId, InvocationId, EventTimestamp,
+    /// Message}`: the order the reference's `json.dumps` wrote (tests/golden/cmd-hooks,
+    /// `action-sends-event`).
     pub fn body(&self) -> String {
-        let mut document = self.ids.clone().into_document();
+        let mut document = Map::new();
         document.insert("EventId".into(), self.event_id.clone().into());
+        document.extend(self.ids.clone().into_document());
         document.insert("EventTimestamp".into(), self.timestamp.clone().into());
         document.insert("Message".into(), self.message.clone().into());
         pyjson::to_compact(&Value::Object(document))
@@ -119,12 +124,12 @@ mod tests {
         let ok = CommandResult { ids: ids(), success: true, text: "out put".into() };
         assert_eq!(
             ok.body(),
-            r#"{"DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "Data": "out put", "Message": "", "Status": "SUCCESS"}"#
+            r#"{"Status": "SUCCESS", "DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "Message": "", "Data": "out put"}"#
         );
         let failed = CommandResult { ids: ids(), success: false, text: "caf\u{e9}".into() };
         assert_eq!(
             failed.body(),
-            r#"{"DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "Data": "", "Message": "caf\u00e9", "Status": "FAILURE"}"#
+            r#"{"Status": "FAILURE", "DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "Message": "caf\u00e9", "Data": ""}"#
         );
     }
 
@@ -153,7 +158,7 @@ mod tests {
         };
         assert_eq!(
             event.body(),
-            r#"{"DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "EventId": "e1", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
+            r#"{"EventId": "e1", "DispatcherId": "d", "CommandName": "c", "ListenerId": "l", "InvocationId": "i", "EventTimestamp": "2020-01-02T03:04:05", "Message": "hello world"}"#
         );
         let id = random_uuid();
         assert_eq!(id.len(), 36);

@@ -1,7 +1,7 @@
 //! `commands_run.json` (STATE-05, SPEC §11.2): the commands this listener has completed,
 //! so that a message delivered again (SQS delivers at least once) does not run the
 //! action twice. The format is the reference's, so that the file survives an upgrade:
-//! `{"by_id": {"<id>": true}, "by_day": {"YYYY-MM-DDT00:00:00": ["<id>", …]}}`. Days older
+//! `{"by_day": {"YYYY-MM-DDT00:00:00": ["<id>", …]}, "by_id": {"<id>": true}}`. Days older
 //! than two days are dropped on every write, which keeps the file (and memory) bounded.
 
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
@@ -81,9 +81,10 @@ impl CommandsRun {
             }
             by_day.insert(day.clone(), Value::Array(ids.iter().cloned().map(Value::String).collect()));
         }
+        // `by_day` first, as the reference wrote it (tests/golden/cmd-hooks).
         let mut document = Map::new();
-        document.insert("by_id".into(), Value::Object(by_id));
         document.insert("by_day".into(), Value::Object(by_day));
+        document.insert("by_id".into(), Value::Object(by_id));
         cfn_python::json::to_compact(&Value::Object(document))
     }
 
@@ -133,7 +134,7 @@ mod tests {
         run.record("d|c|2", at(27, 11)).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            r#"{"by_id": {"d|c|1": true, "d|c|2": true}, "by_day": {"2026-11-26T00:00:00": ["d|c|1"], "2026-11-27T00:00:00": ["d|c|2"]}}"#
+            r#"{"by_day": {"2026-11-26T00:00:00": ["d|c|1"], "2026-11-27T00:00:00": ["d|c|2"]}, "by_id": {"d|c|1": true, "d|c|2": true}}"#
         );
         // The 26th began more than two days before the 28th at 01:00: dropped.
         run.record("d|c|3", at(28, 1)).unwrap();
@@ -142,7 +143,7 @@ mod tests {
         assert_eq!(reloaded.len(), 2);
         assert_eq!(
             reloaded.to_text(),
-            r#"{"by_id": {"d|c|2": true, "d|c|3": true}, "by_day": {"2026-11-27T00:00:00": ["d|c|2"], "2026-11-28T00:00:00": ["d|c|3"]}}"#
+            r#"{"by_day": {"2026-11-27T00:00:00": ["d|c|2"], "2026-11-28T00:00:00": ["d|c|3"]}, "by_id": {"d|c|2": true, "d|c|3": true}}"#
         );
     }
 

@@ -114,6 +114,12 @@ pub struct Listener {
 
 impl Listener {
     pub fn new(main: &MainConfig, listener_id: String, service: Service, options: ListenerOptions) -> Listener {
+        let configured = main.sqs_url.clone().or_else(|| std::env::var(sqs::ENDPOINT_VARIABLE).ok());
+        tracing::debug!(
+            "SQS client initialized with endpoint {}",
+            sqs::endpoint_url(&main.region, configured.as_deref())
+        );
+        create_data_dir(&CommandsRun::default_path());
         Listener {
             stack: main.stack.clone(),
             region: main.region.clone(),
@@ -155,7 +161,6 @@ impl Listener {
         if self.queue_url.is_none() || self.expired {
             match client.register_listener(&self.stack, &self.listener_id) {
                 Ok(url) => {
-                    tracing::info!("Registered listener {} on stack {}: queue {url}", self.listener_id, self.stack);
                     self.queue_url = Some(url);
                     if self.expired {
                         // A new registration needs credentials of its own.
@@ -176,16 +181,13 @@ impl Listener {
             return Ok(Round::Backoff(BACKOFF));
         };
         if self.credentials.is_none() || Instant::now() >= self.next_refresh {
+            tracing::info!("Refreshing listener credentials");
             match client.get_listener_credentials(&self.stack, &self.listener_id) {
                 Ok(fresh) => {
                     let remaining = (fresh.expiration - Utc::now()).to_std().unwrap_or_default();
-                    self.next_refresh = Instant::now() + refresh_delay(remaining);
-                    tracing::debug!(
-                        "Listener credentials {} valid until {}; next refresh in {:.0} s",
-                        fresh.credentials.access_key,
-                        fresh.expiration,
-                        self.next_refresh.saturating_duration_since(Instant::now()).as_secs_f64()
-                    );
+                    let delay = refresh_delay(remaining);
+                    self.next_refresh = Instant::now() + delay;
+                    tracing::info!("Scheduling next credential refresh in {} seconds", delay.as_secs_f64());
                     self.credentials = Some(fresh);
                 }
                 Err(e) if is_code(&e, "ListenerExpired") => {
@@ -215,6 +217,7 @@ impl Listener {
             .with_region(&self.region)
             .with_endpoint(self.sqs_url.as_deref())
             .with_retry(self.options.sqs_retry);
+        tracing::debug!("Receiving messages for queue {queue_url}");
         let message = match sqs.receive_message(&queue_url, self.options.receive_wait_seconds) {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(Round::Idle),
@@ -237,31 +240,43 @@ impl Listener {
         let command = match Command::from_body(&message.body) {
             Ok(command) => command,
             Err(e) => {
-                tracing::error!("Could not read command message {}: {e}; deleting it", message.message_id);
+                tracing::error!("Received invalid message: {e}");
+                tracing::info!(
+                    "Invalid message, deleting: Message[MessageId:{}, ReceiptHandle:{}, Body:{}]",
+                    message.message_id,
+                    message.receipt_handle,
+                    message.body
+                );
                 cx.delete(message);
                 return;
             }
         };
         let id = command.id();
         if self.commands_run.contains(&id) {
-            tracing::info!("Command {id} has already run; deleting the repeated message");
+            tracing::info!("Already ran {id}, deleting");
             cx.delete(message);
             return;
         }
         if command.is_expired(Utc::now().timestamp_millis()) {
+            // "for stack" names the dispatcher, as the reference's line does.
             tracing::info!(
-                "Command {id} expired (Expiration {} ms); deleting it without running",
-                command.expiration_ms
+                "Invocation {} of command {} for stack {} expired at {}; skipping",
+                command.invocation_id,
+                command.command_name,
+                command.dispatcher_id,
+                command.expiration_text()
             );
             cx.delete(message);
             return;
         }
+        tracing::info!("Received command {} (invocation id: {})", command.command_name, command.invocation_id);
         let Some(hook) = hooks.iter().find(|h| h.command == command.command_name) else {
-            tracing::info!("No hook for command {}; {id} counts as completed", command.command_name);
+            tracing::debug!("No hook for command {}; {id} counts as completed", command.command_name);
             self.complete(cx, &id, message);
             return;
         };
         if hook.singleton {
+            tracing::info!("Hook {} is configured to run as a singleton", hook.name);
             match cx.client.elect_command_leader(
                 &self.stack,
                 &command.command_name,
@@ -269,11 +284,11 @@ impl Listener {
                 &self.listener_id,
             ) {
                 Ok(leader) if leader != self.listener_id => {
-                    tracing::info!("Listener {leader} leads {id}; hook {} does not run here", hook.name);
+                    tracing::info!("This listener is not the leader; {leader} is the leader.");
                     self.complete(cx, &id, message);
                     return;
                 }
-                Ok(_) => tracing::info!("This listener leads {id}"),
+                Ok(_) => tracing::info!("This listener is the leader.  Continuing with action"),
                 Err(e) => {
                     tracing::error!("Could not elect a leader for {id}: {e}; the message stays in the queue");
                     return;
@@ -284,7 +299,9 @@ impl Listener {
             return;
         };
         if hook.send_result {
+            log_outcome(&hook.name, code, &stdout);
             let body = command_message::result_body(&command, &self.listener_id, code, &stdout, &stderr);
+            tracing::debug!("Sending {body} to queue {}", command.result_queue);
             if let Err(e) = cx.sqs.send_message(&command.result_queue, &body) {
                 tracing::error!(
                     "Could not send the result of {id} to {}: {e}; the message stays in the queue",
@@ -292,7 +309,9 @@ impl Listener {
                 );
                 return;
             }
-            tracing::info!("Sent the result of {id} to {}", command.result_queue);
+        } else if code != 0 {
+            // The reference says nothing here; a failure nobody is told about belongs in the log.
+            tracing::warn!("Action for {} exited with {code}", hook.name);
         }
         self.complete(cx, &id, message);
     }
@@ -324,8 +343,8 @@ impl Listener {
             },
         };
         let added = command_env(command, &self.stack, &self.listener_id, credentials);
+        tracing::info!("Running action for {}", hook.name);
         tracing::debug!("Action environment: {}", shown_env(&added));
-        tracing::info!("Running action for {} (command {})", hook.name, command.id());
         let line = CommandLine::Shell(hook.action.clone());
         let invocation =
             Invocation { command: &line, env: Environment::Override(&added), cwd: None, runas: user.as_ref() };
@@ -335,13 +354,15 @@ impl Listener {
         };
         match ran {
             Ok(done) => {
-                if done.code == 0 {
-                    tracing::info!("Action for {} succeeded", hook.name);
-                } else {
-                    tracing::warn!("Action for {} exited with {}", hook.name, done.code);
+                let (stdout, stderr) = (done.stdout.text(), done.stderr.text());
+                tracing::debug!(
+                    "Action for {} output: {}",
+                    hook.name,
+                    if stdout.is_empty() { "<None>" } else { &stdout }
+                );
+                if !stderr.is_empty() {
+                    tracing::debug!("Action for {} stderr: {stderr}", hook.name);
                 }
-                tracing::debug!("Action for {} stdout: {}", hook.name, done.stdout.text());
-                tracing::debug!("Action for {} stderr: {}", hook.name, done.stderr.text());
                 // The result needs at most the first 500 and last 500 characters of
                 // the right-trimmed text (HUP-CMD-03), which the kept head and tail hold.
                 Some((done.code, done.stdout.text_trim_end(), done.stderr.text_trim_end()))
@@ -364,9 +385,37 @@ struct Context<'a> {
 
 impl Context<'_> {
     fn delete(&self, message: &sqs::Message) {
+        tracing::debug!("Deleting {} from queue {}", message.receipt_handle, self.queue_url);
         if let Err(e) = self.sqs.delete_message(self.queue_url, &message.receipt_handle) {
             tracing::error!("Could not delete message {} from {}: {e}", message.message_id, self.queue_url);
         }
+    }
+}
+
+/// The directory of `commands_run.json`, made (0700) when the listener starts, as the
+/// reference made it, so that its mode never depends on who writes there first.
+fn create_data_dir(file: &std::path::Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let Some(dir) = file.parent().filter(|d| !d.is_dir()) else {
+        return;
+    };
+    tracing::debug!("Creating {}", dir.display());
+    if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        tracing::warn!("Could not create {}: {e}", dir.display());
+    }
+}
+
+/// The line that says how a command that sends its result ended (the reference's words).
+fn log_outcome(hook: &str, code: i32, stdout: &str) {
+    if code != 0 {
+        tracing::warn!("Action for {hook} exited with {code}, returning FAILURE");
+    } else if stdout.chars().count() > command_message::RESULT_LIMIT {
+        tracing::error!(
+            "stdout for {hook} was greater than {} in length, which is not allowed",
+            command_message::RESULT_LIMIT
+        );
+    } else {
+        tracing::info!("Action for {hook} succeeded, returning SUCCESS");
     }
 }
 
