@@ -17,6 +17,7 @@ mod logging;
 mod manpages;
 mod options;
 mod optparse;
+mod render;
 mod report;
 mod signal;
 
