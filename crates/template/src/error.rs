@@ -25,10 +25,15 @@ pub enum Missing {
     Export(String),
 }
 
-/// An error, with where it is: the file, the resource, the JSON pointer of the
+/// An error, with where it is (boxed: it carries its whole location, and a `Result`
+/// holding it stays small). Its details are read through `Deref`: `error.message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(Box<Details>);
+
+/// What went wrong and where: the file, the resource, the JSON pointer of the
 /// expression, its line and column when known, and the expression itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Details {
     pub kind: ErrorKind,
     pub file: String,
     pub position: Option<Position>,
@@ -41,7 +46,7 @@ pub struct Error {
 
 impl Error {
     pub(crate) fn new(kind: ErrorKind, file: &str, message: impl Into<String>) -> Error {
-        Error {
+        Error(Box::new(Details {
             kind,
             file: file.to_string(),
             position: None,
@@ -49,7 +54,35 @@ impl Error {
             pointer: None,
             expression: None,
             message: message.into(),
-        }
+        }))
+    }
+
+    pub(crate) fn at(mut self, position: Option<Position>) -> Error {
+        self.0.position = position;
+        self
+    }
+
+    pub(crate) fn in_resource(mut self, resource: &str) -> Error {
+        self.0.resource = Some(resource.to_string());
+        self
+    }
+
+    pub(crate) fn with_pointer(mut self, pointer: Option<String>) -> Error {
+        self.0.pointer = pointer;
+        self
+    }
+
+    pub(crate) fn with_expression(mut self, expression: Option<String>) -> Error {
+        self.0.expression = expression;
+        self
+    }
+}
+
+impl std::ops::Deref for Error {
+    type Target = Details;
+
+    fn deref(&self) -> &Details {
+        &self.0
     }
 }
 

@@ -16,7 +16,7 @@ mod resolve;
 mod sub;
 mod yaml;
 
-pub use error::{Error, ErrorKind, Missing};
+pub use error::{Details, Error, ErrorKind, Missing};
 pub use inputs::Inputs;
 pub use location::Position;
 
@@ -36,17 +36,16 @@ impl Template {
     /// `{`, YAML otherwise, as CloudFormation tells them apart.
     pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
         let (root, positions) = if text.trim_start().starts_with('{') {
-            let root: Value = serde_json::from_str(text).map_err(|e| Error {
-                position: Some(Position { line: e.line(), column: e.column() }),
-                ..Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
+            let root: Value = serde_json::from_str(text).map_err(|e| {
+                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
+                    .at(Some(Position { line: e.line(), column: e.column() }))
             })?;
             // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
             // it cannot read (a duplicated key, say) only goes without them.
             (root, yaml::load(text).map(|(_, positions)| positions).unwrap_or_default())
         } else {
-            yaml::load(text).map_err(|e| Error {
-                position: Some(e.position),
-                ..Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message))
+            yaml::load(text).map_err(|e| {
+                Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message)).at(Some(e.position))
             })?
         };
         let template = Template { name: name.to_string(), root, positions };
@@ -55,10 +54,10 @@ impl Template {
     }
 
     fn check_shape(&self) -> Result<(), Error> {
-        let error = |pointer: &str, message: &str| Error {
-            position: location::nearest(&self.positions, pointer),
-            pointer: Some(pointer.to_string()).filter(|p| !p.is_empty()),
-            ..Error::new(ErrorKind::Template, &self.name, message)
+        let error = |pointer: &str, message: &str| {
+            Error::new(ErrorKind::Template, &self.name, message)
+                .at(location::nearest(&self.positions, pointer))
+                .with_pointer(Some(pointer.to_string()).filter(|p| !p.is_empty()))
         };
         if !self.root.is_object() {
             return Err(error("", "a template is a JSON object or a YAML mapping"));

@@ -20,10 +20,10 @@ pub enum Parameter {
 
 pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, Parameter>, Error> {
     let declared = template.value().get("Parameters").and_then(Value::as_object);
-    let error = |kind: ErrorKind, name: &str, message: String| Error {
-        position: template.position(&format!("/Parameters/{name}")),
-        pointer: declared.is_some_and(|d| d.contains_key(name)).then(|| format!("/Parameters/{name}")),
-        ..Error::new(kind, template.name(), message)
+    let error = |kind: ErrorKind, name: &str, message: String| {
+        Error::new(kind, template.name(), message)
+            .at(template.position(&format!("/Parameters/{name}")))
+            .with_pointer(declared.is_some_and(|d| d.contains_key(name)).then(|| format!("/Parameters/{name}")))
     };
     let unknown: Vec<&str> = inputs
         .parameters

@@ -22,6 +22,9 @@ struct Fail {
 
 type Resolved<T> = Result<T, Fail>;
 
+/// How many conditions may wait on one another (a chain A → B → C …).
+const MAX_CONDITION_DEPTH: usize = 64;
+
 fn fail<T>(pointer: &str, message: impl Into<String>) -> Resolved<T> {
     Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Template, message: message.into() })
 }
@@ -31,10 +34,8 @@ fn missing<T>(pointer: &str, what: Missing, message: String) -> Resolved<T> {
 }
 
 pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
-    let error_here = |kind: ErrorKind, message: String| Error {
-        resource: Some(resource.to_string()),
-        ..Error::new(kind, template.name(), message)
-    };
+    let error_here =
+        |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
     let Some(definition) = template.value().pointer(&child_pointer("/Resources", resource)) else {
         let known: Vec<&str> =
             template.value()["Resources"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
@@ -44,8 +45,7 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
     let resolver = Resolver {
         template,
         inputs,
-        parameters: parameters::resolve(template, inputs)
-            .map_err(|e| Error { resource: Some(resource.into()), ..e })?,
+        parameters: parameters::resolve(template, inputs).map_err(|e| e.in_resource(resource))?,
         conditions: RefCell::default(),
     };
     let at = child_pointer("/Resources", resource);
@@ -64,14 +64,12 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
             None => fail(&child_pointer(&at, "Metadata"), "the Metadata is AWS::NoValue"),
         }
     })();
-    result.map_err(|f| Error {
-        kind: f.kind,
-        file: template.name().to_string(),
-        position: location::nearest(&template.positions, &f.pointer),
-        resource: Some(resource.to_string()),
-        expression: enclosing_function(template.value(), &f.pointer).map(Value::to_string),
-        pointer: Some(f.pointer),
-        message: f.message,
+    result.map_err(|f| {
+        Error::new(f.kind, template.name(), f.message)
+            .at(location::nearest(&template.positions, &f.pointer))
+            .in_resource(resource)
+            .with_expression(enclosing_function(template.value(), &f.pointer).map(Value::to_string))
+            .with_pointer(Some(f.pointer))
     })
 }
 
@@ -396,10 +394,17 @@ impl Resolver<'_> {
 
     /// A named condition of the template's Conditions, evaluated once.
     fn condition(&self, name: &str, at: &str) -> Resolved<bool> {
-        match self.conditions.borrow().get(name) {
-            Some(Some(value)) => return Ok(*value),
-            Some(None) => return fail(at, format!("the condition {name} depends on itself")),
-            None => {}
+        {
+            let conditions = self.conditions.borrow();
+            match conditions.get(name) {
+                Some(Some(value)) => return Ok(*value),
+                Some(None) => return fail(at, format!("the condition {name} depends on itself")),
+                None => {}
+            }
+            // Each condition being evaluated is a level of recursion: bound it.
+            if conditions.values().filter(|v| v.is_none()).count() >= MAX_CONDITION_DEPTH {
+                return fail(at, format!("conditions refer to conditions more than {MAX_CONDITION_DEPTH} deep"));
+            }
         }
         let pointer = child_pointer("/Conditions", name);
         let Some(definition) = self.template.value().pointer(&pointer) else {

@@ -43,6 +43,10 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ("Length", "Fn::Length"),
 ];
 
+/// How deep collections may nest: the resolver walks values recursively, and no
+/// template needs more (serde_json stops JSON at 128).
+const MAX_DEPTH: usize = 128;
+
 /// A node being built: a sequence or a mapping, with what it becomes when it ends.
 enum Open {
     Sequence { items: Vec<Value>, node: NodeStart },
@@ -112,6 +116,9 @@ impl Builder {
             Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
                 if let Some(Open::Mapping { key: None, .. }) = self.open.last() {
                     return Err(at("a mapping key must be a string, not a sequence or a mapping".into()));
+                }
+                if self.open.len() >= MAX_DEPTH {
+                    return Err(at(format!("collections are nested more than {MAX_DEPTH} deep")));
                 }
                 let function = match tag.as_deref() {
                     Some(tag) => Some(function_of(tag).map_err(at)?),
@@ -199,10 +206,10 @@ fn base(node: &NodeStart) -> String {
 }
 
 fn function_of(tag: &Tag) -> Result<&'static str, String> {
-    if tag.handle == "!" {
-        if let Some((_, long)) = FUNCTIONS.iter().find(|(short, _)| *short == tag.suffix) {
-            return Ok(long);
-        }
+    if tag.handle == "!"
+        && let Some((_, long)) = FUNCTIONS.iter().find(|(short, _)| *short == tag.suffix)
+    {
+        return Ok(long);
     }
     Err(format!("unknown tag {}{}: CloudFormation's tags are {}", tag.handle, tag.suffix, tag_list()))
 }
@@ -379,5 +386,7 @@ mod tests {
         assert!(load("").is_err());
         assert!(load("? [a]\n: 1\n").is_err());
         assert!(load("a: !GetAtt NoDot\n").unwrap_err().message.contains("Resource.Attribute"));
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(load(&deep).unwrap_err().message.contains("nested more than 128 deep"));
     }
 }

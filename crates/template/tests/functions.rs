@@ -111,6 +111,9 @@ fn conditions_equals_and_or_not_and_condition() {
 fn a_condition_cycle_and_an_unknown_condition_are_errors() {
     let e = error("Conditions:\n  A: !Condition B\n  B: !Not [!Condition A]", "a: !If [A, x, y]");
     assert!(e.message.contains("depends on itself"), "{e}");
+    let chain: String = (0..100).map(|i| format!("\n  C{i}: !Not [!Condition C{}]", i + 1)).collect();
+    let e = error(&format!("Conditions:{chain}\n  C100: !Equals [a, a]"), "a: !If [C0, x, y]");
+    assert!(e.message.contains("more than 64 deep"), "{e}");
     let e = error("", "a: !If [Missing, x, y]");
     assert!(e.message.contains("no condition named Missing"), "{e}");
 }
