@@ -13,7 +13,6 @@
 
 mod common;
 
-#[allow(dead_code)]
 #[path = "../xtask/src/scenario.rs"]
 mod scenario;
 
@@ -228,7 +227,6 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
         .map(|e| format!("{}={}", e["Name"].as_str().unwrap(), e["Value"].as_str().unwrap()))
         .collect();
     assert_eq!(exports.len(), 2, "the exporter's two exports: {exports:?}");
-    let import_parameter: &'static str = Box::leak(exporter.stack.clone().into_boxed_str());
     let seed = sandbox.path("seed.json");
     std::fs::write(&seed, seed_template()).unwrap();
 
@@ -238,14 +236,15 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
     for case in &cases {
         let path = if case.file == "SEED" { seed.clone() } else { templates().join(case.file) };
         let body = std::fs::read_to_string(&path).unwrap();
-        collect_functions(&body, &mut functions);
+        let parsed = cfn_template::Template::parse(case.file, &body).unwrap();
+        collect_functions(parsed.value(), &mut functions);
         let body = match case.stack_file {
             Some(file) => std::fs::read_to_string(templates().join(file)).unwrap(),
             None => body,
         };
         let mut parameters: Vec<(&str, &str)> = case.parameters.to_vec();
         if case.file.ends_with("import_value.yaml") {
-            parameters.push(("NetworkStack", import_parameter));
+            parameters.push(("NetworkStack", &exporter.stack));
         }
         let created = create(&emulator, &body, &parameters);
         let from_stack = sandbox
@@ -326,44 +325,26 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
     assert!(cases.len() >= 16, "the seed template and at least 15 more");
 }
 
-/// The function names (long or short form) a template's text uses.
-fn collect_functions(text: &str, found: &mut std::collections::BTreeSet<String>) {
-    let names = [
-        "Ref",
-        "Sub",
-        "GetAtt",
-        "Join",
-        "Select",
-        "Split",
-        "If",
-        "Equals",
-        "And",
-        "Or",
-        "Not",
-        "FindInMap",
-        "Base64",
-        "GetAZs",
-        "ImportValue",
-        "Cidr",
-    ];
-    for name in names {
-        let long = if name == "Ref" { "Ref".to_string() } else { format!("Fn::{name}") };
-        if text.contains(&format!("!{name} "))
-            || text.contains(&format!("!{name}\n"))
-            || text.contains(&format!("\"{long}\""))
-            || text.contains(&format!("{long}:"))
-            || text.contains(&format!("'{long}'"))
-        {
-            found.insert(long);
+/// The intrinsic functions a template uses (in its long form, as the template crate reads
+/// it), `AWS::NoValue` and `${!` literals of Fn::Sub.
+fn collect_functions(value: &Value, found: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(entries) => {
+            for (key, item) in entries {
+                if entries.len() == 1 && (key == "Ref" || key == "Condition" || key.starts_with("Fn::")) {
+                    found.insert(key.clone());
+                }
+                if key == "Ref" && item == "AWS::NoValue" {
+                    found.insert("AWS::NoValue".into());
+                }
+                if key == "Fn::Sub" && item.to_string().contains("${!") {
+                    found.insert("${!".into());
+                }
+                collect_functions(item, found);
+            }
         }
-    }
-    if text.contains("Condition: ") || text.contains("!Condition ") {
-        found.insert("Condition".into());
-    }
-    for literal in ["AWS::NoValue", "${!"] {
-        if text.contains(literal) {
-            found.insert(literal.into());
-        }
+        Value::Array(items) => items.iter().for_each(|item| collect_functions(item, found)),
+        _ => {}
     }
 }
 
