@@ -81,26 +81,27 @@ struct Divergence {
 }
 
 struct Case {
-    file: &'static str,
+    path: PathBuf,
     /// The file the stack is created from, when not `file` itself: moto's YAML loader
     /// cannot read a short-form tag on a mapping (`!Base64` over `Fn::Sub:`) or `!GetAtt`
     /// in its list form, so such a YAML template's stack is created from its JSON twin
     /// (written by an independent converter, PyYAML with the tags as cfn-flip reads them).
-    stack_file: Option<&'static str>,
+    stack_file: Option<PathBuf>,
     resource: &'static str,
     parameters: &'static [(&'static str, &'static str)],
     divergences: Vec<Divergence>,
 }
 
-fn case(file: &'static str, resource: &'static str, parameters: &'static [(&'static str, &'static str)]) -> Case {
-    Case { file, stack_file: None, resource, parameters, divergences: Vec::new() }
+/// A template of tests/templates.
+fn case(file: &str, resource: &'static str, parameters: &'static [(&'static str, &'static str)]) -> Case {
+    Case { path: templates().join(file), stack_file: None, resource, parameters, divergences: Vec::new() }
 }
 
 /// The corpus: every function render resolves is used by at least one of them.
 fn corpus() -> Vec<Case> {
     vec![
         Case {
-            stack_file: Some("lamp_single_instance.json"),
+            stack_file: Some(templates().join("lamp_single_instance.json")),
             ..case(
                 "lamp_single_instance.yaml",
                 "WebServerInstance",
@@ -122,7 +123,10 @@ fn corpus() -> Vec<Case> {
         case("corpus/get_azs.yaml", "Balancer", &[]),
         case("corpus/import_value.yaml", "Service", &[]),
         // moto's loader reads `!GetAtt [Bucket, Arn]` as YAML nodes, not names.
-        Case { stack_file: Some("corpus/get_att.json"), ..case("corpus/get_att.yaml", "Worker", &[]) },
+        Case {
+            stack_file: Some(templates().join("corpus/get_att.json")),
+            ..case("corpus/get_att.yaml", "Worker", &[])
+        },
         case("corpus/wait_handle.yaml", "Server", &[]),
         case("corpus/nested_functions.json", "Gateway", &[]),
         case("corpus/nested_functions.json", "Gateway", &[("Endpoint", "api.internal:8080"), ("Stage", "gamma")]),
@@ -231,19 +235,20 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
     std::fs::write(&seed, seed_template()).unwrap();
 
     let mut cases = corpus();
-    cases.push(case("SEED", scenario::RESOURCE, &[]));
+    cases.push(Case { path: seed, ..case("", scenario::RESOURCE, &[]) });
     let mut functions = std::collections::BTreeSet::new();
     for case in &cases {
-        let path = if case.file == "SEED" { seed.clone() } else { templates().join(case.file) };
-        let body = std::fs::read_to_string(&path).unwrap();
-        let parsed = cfn_template::Template::parse(case.file, &body).unwrap();
+        let path = &case.path;
+        let file = path.display().to_string();
+        let body = std::fs::read_to_string(path).unwrap();
+        let parsed = cfn_template::Template::parse(&file, &body).unwrap();
         collect_functions(parsed.value(), &mut functions);
-        let body = match case.stack_file {
-            Some(file) => std::fs::read_to_string(templates().join(file)).unwrap(),
+        let body = match &case.stack_file {
+            Some(twin) => std::fs::read_to_string(twin).unwrap(),
             None => body,
         };
         let mut parameters: Vec<(&str, &str)> = case.parameters.to_vec();
-        if case.file.ends_with("import_value.yaml") {
+        if path.ends_with("corpus/import_value.yaml") {
             parameters.push(("NetworkStack", &exporter.stack));
         }
         let created = create(&emulator, &body, &parameters);
@@ -256,7 +261,7 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
 
         let mut args = vec![
             "-t".to_string(),
-            path.display().to_string(),
+            file.clone(),
             "-r".into(),
             case.resource.into(),
             "--region".into(),
@@ -282,21 +287,17 @@ fn render_matches_what_the_emulator_resolves_after_create_stack() {
         rendered.code(0).stderr_is("");
 
         if case.divergences.is_empty() {
-            assert_eq!(
-                rendered.stdout, from_stack.stdout,
-                "{} {:?}: render differs from the stack",
-                case.file, parameters
-            );
+            assert_eq!(rendered.stdout, from_stack.stdout, "{} {:?}: render differs from the stack", file, parameters);
             continue;
         }
         let mut expected: Value = serde_json::from_str(&from_stack.stdout).unwrap();
         for d in &case.divergences {
-            let at = expected.pointer_mut(d.pointer).unwrap_or_else(|| panic!("{}: no {}", case.file, d.pointer));
-            assert_eq!(*at, d.moto, "{}: moto's value at {} changed ({})", case.file, d.pointer, d.why);
+            let at = expected.pointer_mut(d.pointer).unwrap_or_else(|| panic!("{file}: no {}", d.pointer));
+            assert_eq!(*at, d.moto, "{file}: moto's value at {} changed ({})", d.pointer, d.why);
             *at = d.documented.clone();
         }
         let expected = format!("{}\n", cfn_python::json::to_pretty(&expected));
-        assert_eq!(rendered.stdout, expected, "{}: render differs from the documented result", case.file);
+        assert_eq!(rendered.stdout, expected, "{file}: render differs from the documented result");
     }
     // Every function (and short form) render resolves is in the corpus.
     for function in [
