@@ -91,24 +91,24 @@ fn pairs(matches: &ArgMatches, name: &str) -> BTreeMap<String, String> {
     matches.get_many::<(String, String)>(name).into_iter().flatten().cloned().collect()
 }
 
-fn text(matches: &ArgMatches, name: &str) -> Option<String> {
+fn value_of(matches: &ArgMatches, name: &str) -> Option<String> {
     matches.get_one::<String>(name).cloned()
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
-    let (Some(path), Some(resource)) = (text(matches, "template"), text(matches, "resource")) else {
+    let (Some(path), Some(resource)) = (value_of(matches, "template"), value_of(matches, "resource")) else {
         return ExitCode::from(2);
     };
     let defaults = Inputs::default();
     let inputs = Inputs {
         parameters: pairs(matches, "parameter"),
-        region: text(matches, "region").unwrap_or(defaults.region),
-        stack_name: text(matches, "stack-name").unwrap_or(defaults.stack_name),
-        stack_id: text(matches, "stack-id"),
-        account_id: text(matches, "account-id").unwrap_or(defaults.account_id),
+        region: value_of(matches, "region").unwrap_or(defaults.region),
+        stack_name: value_of(matches, "stack-name").unwrap_or(defaults.stack_name),
+        stack_id: value_of(matches, "stack-id"),
+        account_id: value_of(matches, "account-id").unwrap_or(defaults.account_id),
         attributes: pairs(matches, "attribute"),
         exports: pairs(matches, "import-value"),
-        availability_zones: text(matches, "availability-zones")
+        availability_zones: value_of(matches, "availability-zones")
             .map(|zones| zones.split(',').map(|z| z.trim().to_string()).collect()),
     };
     let source = match read(&path) {
