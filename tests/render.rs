@@ -119,7 +119,7 @@ fn corpus() -> Vec<Case> {
         case("corpus/no_value.yaml", "Web", &[]),
         case("corpus/find_in_map.yaml", "Worker", &[("Tier", "small")]),
         case("corpus/select_split_join.yaml", "Client", &[]),
-        case("corpus/base64.yaml", "Agent", &[("Token", "abc=def")]),
+        case("corpus/base64.yaml", "Collector", &[("Token", "abc=def")]),
         case("corpus/get_azs.yaml", "Balancer", &[]),
         case("corpus/import_value.yaml", "Service", &[]),
         // moto's loader reads `!GetAtt [Bucket, Arn]` as YAML nodes, not names.
