@@ -248,10 +248,7 @@ fn bash_completes_the_tools_options_through_links_and_subcommands() {
 
 /// Every manual page: `cfn-bootstrap`, its own subcommands, then the tools.
 fn pages() -> Vec<&'static str> {
-    ["cfn-bootstrap", "cfn-bootstrap-help", "cfn-bootstrap-completions", "cfn-bootstrap-man", "cfn-bootstrap-plan"]
-        .into_iter()
-        .chain(TOOLS.iter().copied())
-        .collect()
+    BOOTSTRAP_PAGES.iter().chain(TOOLS).copied().collect()
 }
 
 /// A page as `man` shows it (groff's text output, warnings on), with the lines joined

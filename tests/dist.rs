@@ -12,8 +12,8 @@
 
 mod common;
 
-use common::TOOLS;
 use common::debian_root::{Overlay, PATH, rootfs};
+use common::{BOOTSTRAP_PAGES, TOOLS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -75,9 +75,6 @@ fn show(what: &str, output: &Output) -> String {
     })
 }
 
-/// The manual pages every package installs (`cfn-bootstrap man --dir`).
-const PAGES: &[&str] = &["cfn-bootstrap", "cfn-bootstrap-completions", "cfn-bootstrap-help", "cfn-bootstrap-man"];
-
 /// `cfn-bootstrap` and the tools: each has a page and a completion script per shell.
 fn commands() -> impl Iterator<Item = &'static str> {
     std::iter::once("cfn-bootstrap").chain(TOOLS.iter().copied())
@@ -86,7 +83,8 @@ fn commands() -> impl Iterator<Item = &'static str> {
 /// The files under `share/` (the tarball) or `usr/share/` (packages): `.1` pages (with
 /// `page_suffix`, `.gz` in packages) and completion scripts, zsh's in `zsh_dir`.
 fn share_files(page_suffix: &str, zsh_dir: &str) -> Vec<String> {
-    let pages = PAGES.iter().copied().chain(TOOLS.iter().copied()).map(|p| format!("man/man1/{p}.1{page_suffix}"));
+    let pages =
+        BOOTSTRAP_PAGES.iter().copied().chain(TOOLS.iter().copied()).map(|p| format!("man/man1/{p}.1{page_suffix}"));
     let bash = commands().map(|c| format!("bash-completion/completions/{c}"));
     let zsh = commands().map(|c| format!("zsh/{zsh_dir}/_{c}"));
     let fish = commands().map(|c| format!("fish/vendor_completions.d/{c}.fish"));

@@ -18,6 +18,7 @@ mod manpages;
 mod options;
 mod optparse;
 mod plan;
+mod render;
 mod report;
 mod signal;
 

@@ -114,6 +114,18 @@ fn extra(name: &str) -> Extra {
             ],
             files: &[],
         },
+        "cfn-bootstrap-render" => Extra {
+            description: "",
+            exit: &[
+                ("0", "The Metadata was printed."),
+                (
+                    "1",
+                    "The template cannot be read, parsed or resolved (the message names the expression and its line).",
+                ),
+                USAGE_ERROR,
+            ],
+            files: &[],
+        },
         _ => Extra {
             description: "",
             exit: &[("0", "Success."), ("1", "An error; the message is on standard error."), USAGE_ERROR],

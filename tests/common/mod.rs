@@ -24,6 +24,17 @@ pub const TOOLS: &[&str] = &[
     "cfn-send-cmd-event",
 ];
 
+/// The manual pages of `cfn-bootstrap` and its own subcommands (the tools' pages are
+/// named after them).
+pub const BOOTSTRAP_PAGES: &[&str] = &[
+    "cfn-bootstrap",
+    "cfn-bootstrap-help",
+    "cfn-bootstrap-completions",
+    "cfn-bootstrap-man",
+    "cfn-bootstrap-plan",
+    "cfn-bootstrap-render",
+];
+
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cfn-bootstrap"))
 }

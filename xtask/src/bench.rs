@@ -3,7 +3,11 @@
 //! interleaved with another implementation of the same tools, with the issue's targets
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
-//! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6).
+//! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
+//! render).
+//!
+//! `render` is `cfn-bootstrap render` of the seed template (the end-to-end scenario's),
+//! ours alone: the reference has no such command (issue 14: under 5 ms).
 //!
 //! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
 //! minutes (a poll a second) to show its memory stays flat; it works in
@@ -63,7 +67,7 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 10] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6"];
+const WORKLOAD_IDS: [&str; 11] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render"];
 
 struct Options {
     vs: Option<String>,
@@ -495,6 +499,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&measured, &link)?;
     }
+    // `cfn-bootstrap` itself, for the render workload.
+    let link = bench.join("bin/cfn-bootstrap");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&measured, &link)?;
     let mut impls = vec![Implementation { label: "ours", kind: Kind::Ours { bin_dir: bench.join("bin") } }];
     // Beside the floor (issue 16), the glibc build runs too when the static one is "ours".
     let mut floor_impls = Vec::new();
@@ -549,6 +557,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let w2a_file = write_json("w2a.json", init_metadata(many_config(&w2_dir, 200, 50)))?;
     let w2b_file = write_json("w2b.json", init_metadata(many_config(&w2_dir, 1000, 0)))?;
     let w2c_file = write_json("w2c.json", init_metadata(many_config(&w2_dir, 0, 50)))?;
+    let seed_template =
+        write_json("seed-template.json", crate::demo::scenario::template(crate::demo::scenario::FIRST_PAGE))?;
 
     let n = options.runs;
     let heavy = (n / 4).max(if options.quick { 2 } else { 3 });
@@ -669,6 +679,22 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             clean: None,
             floor: None,
         },
+        Workload {
+            id: "render",
+            title: "cfn-bootstrap render -t (the seed template) -r".into(),
+            tool: "cfn-bootstrap",
+            args: vec![
+                "render".into(),
+                "-t".into(),
+                seed_template,
+                "-r".into(),
+                crate::demo::scenario::RESOURCE.into(),
+            ],
+            runs: n,
+            warmup,
+            clean: None,
+            floor: None,
+        },
     ];
     workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
@@ -683,7 +709,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         if w.floor.is_some() {
             these.extend(floor_impls.iter());
         }
-        these.extend(impls.iter().skip(1));
+        // The other implementation has no `cfn-bootstrap` command (render).
+        if w.tool != "cfn-bootstrap" {
+            these.extend(impls.iter().skip(1));
+        }
         outcomes.push(run_workload(&ctx, w, &these, &mut between));
     }
     let floor = floor_samples.finish();
@@ -871,7 +900,8 @@ impl Report<'_> {
         let mut targets = Vec::new();
         // Ratios need the other implementation; the floor and the size do not.
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
-            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size") && !id.starts_with("floor-");
+            let needs_vs =
+                !matches!(id, "w2-floor" | "w6-flat" | "w7-size" | "render-wall") && !id.starts_with("floor-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -929,6 +959,14 @@ impl Report<'_> {
         let growth =
             hup("ours", "polls", "rss_kib_after_last_poll") / hup("ours", "polls", "rss_kib_after_middle_poll");
         check("w6-flat", "cfn-hup (ours): RSS after the last poll / the middle one", "<= 1.02", growth, growth <= 1.02);
+        let render = self.median("render", "ours", |s| s.wall.median);
+        check(
+            "render-wall",
+            "cfn-bootstrap render of the seed template: wall time, ms",
+            "< 5 ms",
+            render,
+            render < 5.0,
+        );
         let bytes =
             footprint["ours"]["musl"]["bytes"].as_f64().or_else(|| footprint["ours"]["release"]["bytes"].as_f64());
         let mib = bytes.map_or(f64::NAN, |b| b / MIB);

@@ -15,7 +15,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 #[path = "scenario.rs"]
-mod scenario;
+pub mod scenario;
 
 const ACCESS_KEY: &str = "AKIDDEMO";
 const SECRET_KEY: &str = "demo/secret";

@@ -1,0 +1,117 @@
+//! CloudFormation templates, JSON or YAML with the short-form intrinsics, and a
+//! resource's `Metadata` with its intrinsic functions resolved as a stack creation would
+//! resolve them (`cfn-bootstrap render`, and `-t` of validate and plan).
+//!
+//! ```ignore
+//! let template = Template::parse("site.yaml", &text)?;
+//! let metadata = template.metadata("WebServer", &Inputs::default())?;
+//! ```
+
+mod cidr;
+mod error;
+mod inputs;
+mod location;
+mod parameters;
+mod resolve;
+mod sub;
+mod yaml;
+
+pub use error::{Details, Error, ErrorKind, Missing};
+pub use inputs::Inputs;
+pub use location::Position;
+
+use location::Positions;
+use serde_json::Value;
+
+/// A parsed template: its value in the long form, and where each value is in the file.
+#[derive(Debug, Clone)]
+pub struct Template {
+    name: String,
+    root: Value,
+    pub(crate) positions: Positions,
+}
+
+impl Template {
+    /// Parses `text`, named `name` in errors (a file's path): JSON when it starts with
+    /// `{`, YAML otherwise, as CloudFormation tells them apart.
+    pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
+        let (root, positions) = if text.trim_start().starts_with('{') {
+            let root: Value = serde_json::from_str(text).map_err(|e| {
+                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
+                    .at(Some(Position { line: e.line(), column: e.column() }))
+            })?;
+            // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
+            // it cannot read (a duplicated key, say) only goes without them.
+            (root, yaml::load(text).map(|(_, positions)| positions).unwrap_or_default())
+        } else {
+            yaml::load(text).map_err(|e| {
+                Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message)).at(Some(e.position))
+            })?
+        };
+        let template = Template { name: name.to_string(), root, positions };
+        template.check_shape()?;
+        Ok(template)
+    }
+
+    fn check_shape(&self) -> Result<(), Error> {
+        let error = |pointer: &str, message: &str| {
+            Error::new(ErrorKind::Template, &self.name, message)
+                .at(location::nearest(&self.positions, pointer))
+                .with_pointer(Some(pointer.to_string()).filter(|p| !p.is_empty()))
+        };
+        if !self.root.is_object() {
+            return Err(error("", "a template is a JSON object or a YAML mapping"));
+        }
+        match self.root.get("Resources") {
+            Some(Value::Object(resources)) if !resources.is_empty() => {}
+            _ => return Err(error("", "Template format error: At least one Resources member must be defined.")),
+        }
+        for section in ["Parameters", "Mappings", "Conditions"] {
+            if let Some(value) = self.root.get(section)
+                && !value.is_object()
+            {
+                return Err(error(&format!("/{section}"), &format!("{section} must be an object")));
+            }
+        }
+        for (name, resource) in self.resources() {
+            if !resource.is_object() {
+                return Err(error(&format!("/Resources/{name}"), "a resource must be an object"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The name the template was parsed with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The whole template, intrinsics in their long form.
+    pub fn value(&self) -> &Value {
+        &self.root
+    }
+
+    /// The line and column of the value at `pointer` (or of the nearest value holding it).
+    pub fn position(&self, pointer: &str) -> Option<Position> {
+        location::nearest(&self.positions, pointer)
+    }
+
+    fn resources(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.root.get("Resources").and_then(Value::as_object).into_iter().flatten()
+    }
+
+    /// The logical ids of the resources whose Metadata has `AWS::CloudFormation::Init`,
+    /// in template order.
+    pub fn resources_with_init(&self) -> Vec<&str> {
+        self.resources()
+            .filter(|(_, r)| r.pointer("/Metadata/AWS::CloudFormation::Init").is_some())
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The resource's Metadata with every intrinsic function resolved: what
+    /// DescribeStackResource returns after a stack creation with `inputs`.
+    pub fn metadata(&self, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
+        resolve::metadata(self, resource, inputs)
+    }
+}

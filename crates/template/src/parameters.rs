@@ -1,0 +1,147 @@
+//! Parameter values: given or default, typed as CloudFormation types them when a `Ref`
+//! reads them. A list type (`CommaDelimitedList`, `List<…>`) is a list of strings, split
+//! at commas with each member space-trimmed; every other type is a string (a `Number`
+//! too: "when you use the parameter elsewhere in your template (for example, by using
+//! the Ref intrinsic function), the parameter value becomes a string"). `NoEcho` only
+//! masks the value in DescribeStacks: a `Ref` in Metadata gives the value itself.
+
+use crate::error::{Error, ErrorKind, Missing};
+use crate::{Inputs, Template};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A parameter's value for `Ref`, or why it has none.
+#[derive(Debug, Clone)]
+pub enum Parameter {
+    Value(Value),
+    /// `AWS::SSM::Parameter::Value<…>`: the value is in Parameter Store, out of reach.
+    StoredInSsm(String),
+}
+
+pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, Parameter>, Error> {
+    let declared = template.value().get("Parameters").and_then(Value::as_object);
+    let error = |kind: ErrorKind, name: &str, message: String| {
+        Error::new(kind, template.name(), message)
+            .at(template.position(&format!("/Parameters/{name}")))
+            .with_pointer(declared.is_some_and(|d| d.contains_key(name)).then(|| format!("/Parameters/{name}")))
+    };
+    let unknown: Vec<&str> = inputs
+        .parameters
+        .keys()
+        .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let message = format!("Parameters: [{}] do not exist in the template", unknown.join(", "));
+        return Err(error(ErrorKind::Input, unknown[0], message));
+    }
+    let mut values = BTreeMap::new();
+    for (name, declaration) in declared.into_iter().flatten() {
+        let kind = declaration.get("Type").and_then(Value::as_str).unwrap_or("String");
+        let text = match (inputs.parameters.get(name), declaration.get("Default")) {
+            (Some(given), _) => given.clone(),
+            (None, Some(Value::String(default))) => default.clone(),
+            (None, Some(Value::Number(default))) => default.to_string(),
+            (None, Some(Value::Bool(default))) => default.to_string(),
+            (None, Some(_)) => {
+                return Err(error(ErrorKind::Template, name, format!("the Default of {name} is not a string")));
+            }
+            (None, None) => {
+                let message = format!("Parameters: [{name}] must have values");
+                return Err(error(ErrorKind::Missing(Missing::Parameter(name.clone())), name, message));
+            }
+        };
+        if let Some(allowed) = declaration.get("AllowedValues").and_then(Value::as_array)
+            && !allowed.iter().any(|a| scalar_text(a).as_deref() == Some(text.as_str()))
+        {
+            let message = format!("Parameter '{name}' must be one of AllowedValues (given: {text:?})");
+            return Err(error(ErrorKind::Input, name, message));
+        }
+        let value = if kind.starts_with("AWS::SSM::Parameter::") {
+            Parameter::StoredInSsm(text)
+        } else if kind == "CommaDelimitedList" || kind.starts_with("List<") {
+            let items: Vec<String> = text.split(',').map(|s| s.trim().to_string()).collect();
+            if kind == "List<Number>" && !items.iter().all(|i| is_number(i)) {
+                return Err(error(ErrorKind::Input, name, format!("Parameter '{name}' must be a list of numbers")));
+            }
+            Parameter::Value(Value::Array(items.into_iter().map(Value::String).collect()))
+        } else {
+            if kind == "Number" && !is_number(&text) {
+                return Err(error(ErrorKind::Input, name, format!("Parameter '{name}' must be a number")));
+            }
+            Parameter::Value(Value::String(text))
+        };
+        values.insert(name.clone(), value);
+    }
+    Ok(values)
+}
+
+fn is_number(text: &str) -> bool {
+    text.trim().parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// A string, number or boolean as text (how AllowedValues and Fn::Equals compare them).
+pub fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn values(template: &str, given: &[(&str, &str)]) -> Result<BTreeMap<String, Parameter>, Error> {
+        let template = Template::parse("t.yaml", template).unwrap();
+        let mut inputs = Inputs::default();
+        inputs.parameters = given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        resolve(&template, &inputs)
+    }
+
+    fn value(params: &BTreeMap<String, Parameter>, name: &str) -> Value {
+        match &params[name] {
+            Parameter::Value(v) => v.clone(),
+            Parameter::StoredInSsm(_) => panic!("{name} is in SSM"),
+        }
+    }
+
+    const TEMPLATE: &str = "Parameters:\n  Envs: {Type: CommaDelimitedList, Default: 'dev, test ,prod'}\n  \
+        Port: {Type: Number, Default: 8080}\n  Secret: {Type: String, NoEcho: true}\n  \
+        Size: {Type: String, Default: small, AllowedValues: [small, large]}\n  \
+        Ami: {Type: 'AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>', Default: /aws/ami}\n\
+        Resources:\n  R: {Type: 'AWS::CloudFormation::WaitConditionHandle'}\n";
+
+    #[test]
+    fn comma_delimited_lists_are_split_and_space_trimmed_numbers_are_strings_no_echo_is_kept() {
+        let p = values(TEMPLATE, &[("Secret", "hunter2")]).unwrap();
+        assert_eq!(value(&p, "Envs"), json!(["dev", "test", "prod"]));
+        assert_eq!(value(&p, "Port"), json!("8080"));
+        assert_eq!(value(&p, "Secret"), json!("hunter2"));
+        assert!(matches!(&p["Ami"], Parameter::StoredInSsm(name) if name == "/aws/ami"));
+    }
+
+    #[test]
+    fn given_values_override_defaults() {
+        let p = values(TEMPLATE, &[("Secret", "s"), ("Envs", "a,b"), ("Port", "80"), ("Size", "large")]).unwrap();
+        assert_eq!(value(&p, "Envs"), json!(["a", "b"]));
+        assert_eq!(value(&p, "Port"), json!("80"));
+        assert_eq!(value(&p, "Size"), json!("large"));
+    }
+
+    #[test]
+    fn missing_unknown_and_disallowed_values_are_errors() {
+        let e = values(TEMPLATE, &[]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Missing(Missing::Parameter("Secret".into())));
+        assert_eq!(e.to_string(), "t.yaml:4:11: /Parameters/Secret: Parameters: [Secret] must have values");
+        let e = values(TEMPLATE, &[("Secret", "s"), ("Nope", "x")]).unwrap_err();
+        assert_eq!(e.message, "Parameters: [Nope] do not exist in the template");
+        let e = values(TEMPLATE, &[("Secret", "s"), ("Size", "huge")]).unwrap_err();
+        assert!(e.message.contains("must be one of AllowedValues"), "{e}");
+        let e = values(TEMPLATE, &[("Secret", "s"), ("Port", "eighty")]).unwrap_err();
+        assert!(e.message.contains("must be a number"), "{e}");
+    }
+}

@@ -1,0 +1,472 @@
+//! The intrinsic functions, resolved as a stack creation resolves them in Metadata.
+//!
+//! A value resolves to `None` when it is `AWS::NoValue` (directly, or as the branch an
+//! `Fn::If` takes): the key or list item holding it is left out.
+
+use crate::error::{Error, ErrorKind, Missing};
+use crate::location::{self, child_pointer};
+use crate::parameters::{self, Parameter, scalar_text};
+use crate::sub::{self, Part};
+use crate::{Inputs, Template, cidr};
+use base64::Engine;
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+/// Why an expression cannot be resolved, and the pointer of that expression.
+struct Fail {
+    pointer: String,
+    kind: ErrorKind,
+    message: String,
+}
+
+type Resolved<T> = Result<T, Fail>;
+
+/// How many conditions may wait on one another (a chain A → B → C …).
+const MAX_CONDITION_DEPTH: usize = 64;
+
+fn fail<T>(pointer: &str, message: impl Into<String>) -> Resolved<T> {
+    Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Template, message: message.into() })
+}
+
+fn missing<T>(pointer: &str, what: Missing, message: String) -> Resolved<T> {
+    Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Missing(what), message })
+}
+
+pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
+    let error_here =
+        |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
+    let Some(definition) = template.value().pointer(&child_pointer("/Resources", resource)) else {
+        let known: Vec<&str> =
+            template.value()["Resources"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let message = format!("no resource named {resource} in the template (its resources: {})", known.join(", "));
+        return Err(error_here(ErrorKind::Input, message));
+    };
+    let resolver = Resolver {
+        template,
+        inputs,
+        parameters: parameters::resolve(template, inputs).map_err(|e| e.in_resource(resource))?,
+        conditions: RefCell::default(),
+    };
+    let at = child_pointer("/Resources", resource);
+    let result = (|| {
+        if let Some(condition) = definition.get("Condition") {
+            let Value::String(name) = condition else { return fail(&child_pointer(&at, "Condition"), "not a name") };
+            if !resolver.condition(name, &child_pointer(&at, "Condition"))? {
+                return fail(&at, format!("the resource is not created: its condition {name} is false"));
+            }
+        }
+        let Some(metadata) = definition.get("Metadata") else {
+            return fail(&at, "the resource has no Metadata");
+        };
+        match resolver.resolve(metadata, &child_pointer(&at, "Metadata"))? {
+            Some(value) => Ok(value),
+            None => fail(&child_pointer(&at, "Metadata"), "the Metadata is AWS::NoValue"),
+        }
+    })();
+    result.map_err(|f| {
+        Error::new(f.kind, template.name(), f.message)
+            .at(location::nearest(&template.positions, &f.pointer))
+            .in_resource(resource)
+            .with_expression(enclosing_function(template.value(), &f.pointer).map(Value::to_string))
+            .with_pointer(Some(f.pointer))
+    })
+}
+
+/// The function at `pointer`, or the nearest one holding it (a wrong argument's).
+fn enclosing_function<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
+    let mut pointer = pointer;
+    loop {
+        if let Some(value) = root.pointer(pointer).filter(|v| function_of(v).is_some()) {
+            return Some(value);
+        }
+        pointer = &pointer[..pointer.rfind('/')?];
+    }
+}
+
+/// `{"Ref": …}` or `{"Fn::Name": …}`: the function's name and its argument.
+fn function_of(value: &Value) -> Option<(&str, &Value)> {
+    let object = value.as_object()?;
+    if object.len() != 1 {
+        return None;
+    }
+    let (name, argument) = object.iter().next()?;
+    (name == "Ref" || name.starts_with("Fn::")).then_some((name.as_str(), argument))
+}
+
+struct Resolver<'a> {
+    template: &'a Template,
+    inputs: &'a Inputs,
+    parameters: BTreeMap<String, Parameter>,
+    /// Conditions evaluated so far; `None` while one is being evaluated (a cycle).
+    conditions: RefCell<HashMap<String, Option<bool>>>,
+}
+
+impl Resolver<'_> {
+    fn resolve(&self, value: &Value, at: &str) -> Resolved<Option<Value>> {
+        if let Some((name, argument)) = function_of(value) {
+            return self.function(name, argument, at, &child_pointer(at, name));
+        }
+        Ok(Some(match value {
+            Value::Object(entries) => {
+                let mut out = Map::new();
+                for (key, item) in entries {
+                    if let Some(item) = self.resolve(item, &child_pointer(at, key))? {
+                        out.insert(key.clone(), item);
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(self.items(items, at)?),
+            other => other.clone(),
+        }))
+    }
+
+    /// A list's items resolved, the `AWS::NoValue` ones left out.
+    fn items(&self, items: &[Value], at: &str) -> Resolved<Vec<Value>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            out.extend(self.resolve(item, &child_pointer(at, &i.to_string()))?);
+        }
+        Ok(out)
+    }
+
+    /// A value that must be there (not `AWS::NoValue`).
+    fn value(&self, value: &Value, at: &str) -> Resolved<Value> {
+        match self.resolve(value, at)? {
+            Some(value) => Ok(value),
+            None => fail(at, "AWS::NoValue where a value is needed"),
+        }
+    }
+
+    fn string(&self, value: &Value, at: &str, what: &str) -> Resolved<String> {
+        match self.value(value, at)? {
+            Value::String(s) => Ok(s),
+            other => fail(at, format!("{what} must be a string, not {}", describe(&other))),
+        }
+    }
+
+    fn list(&self, value: &Value, at: &str, what: &str) -> Resolved<Vec<Value>> {
+        match self.value(value, at)? {
+            Value::Array(items) => Ok(items),
+            other => fail(at, format!("{what} must be a list, not {}", describe(&other))),
+        }
+    }
+
+    /// The items of a function's argument list, which must have `count` of them.
+    fn arguments<'v, const N: usize>(&self, argument: &'v Value, args: &str, name: &str) -> Resolved<[&'v Value; N]> {
+        match argument.as_array().map(Vec::as_slice).and_then(|items| <&[Value; N]>::try_from(items).ok()) {
+            Some(items) => Ok(items.each_ref()),
+            None => fail(args, format!("{name} takes a list of {N} arguments")),
+        }
+    }
+
+    fn function(&self, name: &str, argument: &Value, at: &str, args: &str) -> Resolved<Option<Value>> {
+        let arg = |i: usize| child_pointer(args, &i.to_string());
+        let string = |s: String| Ok(Some(Value::String(s)));
+        match name {
+            "Ref" => match argument {
+                Value::String(target) => self.reference(target, at),
+                _ => fail(args, "Ref takes the name of a parameter, a pseudo parameter or a resource"),
+            },
+            "Fn::Sub" => {
+                let (text, variables) = match argument {
+                    Value::String(text) => (text, None),
+                    Value::Array(items) => match items.as_slice() {
+                        [Value::String(text), Value::Object(variables)] => (text, Some(variables)),
+                        _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+                    },
+                    _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+                };
+                let mut values = HashMap::new();
+                for (key, value) in variables.into_iter().flatten() {
+                    let pointer = child_pointer(&arg(1), key);
+                    let value = match self.value(value, &pointer)? {
+                        Value::String(s) => s,
+                        Value::Number(n) => n.to_string(),
+                        other => return fail(&pointer, format!("the variable {key} is {}", describe(&other))),
+                    };
+                    values.insert(key.as_str(), value);
+                }
+                let mut out = String::new();
+                for part in sub::parts(text) {
+                    match part {
+                        Part::Text(text) => out.push_str(text),
+                        Part::Variable(variable) => match values.get(variable) {
+                            Some(value) => out.push_str(value),
+                            None => out.push_str(&self.sub_variable(variable, at)?),
+                        },
+                    }
+                }
+                string(out)
+            }
+            "Fn::Join" => {
+                let [delimiter, items] = self.arguments(argument, args, name)?;
+                let Value::String(delimiter) = delimiter else {
+                    return fail(&arg(0), "the delimiter must be a string");
+                };
+                let items = self.list(items, &arg(1), "Fn::Join's second argument")?;
+                let mut texts = Vec::with_capacity(items.len());
+                for item in &items {
+                    match item {
+                        Value::String(s) => texts.push(s.as_str()),
+                        other => return fail(&arg(1), format!("Fn::Join joins strings, not {}", describe(other))),
+                    }
+                }
+                string(texts.join(delimiter))
+            }
+            "Fn::Select" => {
+                let [index, items] = self.arguments(argument, args, name)?;
+                let index = match self.value(index, &arg(0))? {
+                    Value::Number(n) => n.as_u64(),
+                    Value::String(s) => s.parse::<u64>().ok(),
+                    _ => None,
+                };
+                let Some(index) = index else { return fail(&arg(0), "the index must be a whole number") };
+                let items = self.list(items, &arg(1), "Fn::Select's second argument")?;
+                match usize::try_from(index).ok().and_then(|i| items.get(i)) {
+                    Some(item) => Ok(Some(item.clone())),
+                    None => fail(at, format!("index {index} is out of the list's {} items", items.len())),
+                }
+            }
+            "Fn::Split" => {
+                let [delimiter, source] = self.arguments(argument, args, name)?;
+                let Value::String(delimiter) = delimiter else {
+                    return fail(&arg(0), "the delimiter must be a string");
+                };
+                if delimiter.is_empty() {
+                    return fail(&arg(0), "the delimiter must not be empty");
+                }
+                let source = self.string(source, &arg(1), "the string to split")?;
+                Ok(Some(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect())))
+            }
+            "Fn::If" => {
+                let [condition, when_true, when_false] = self.arguments(argument, args, name)?;
+                let Value::String(condition) = condition else { return fail(&arg(0), "the condition must be a name") };
+                if self.condition(condition, &arg(0))? {
+                    self.resolve(when_true, &arg(1))
+                } else {
+                    self.resolve(when_false, &arg(2))
+                }
+            }
+            "Fn::FindInMap" => {
+                let [map, top, second] = self.arguments(argument, args, name)?;
+                let map = self.string(map, &arg(0), "the map's name")?;
+                let top = self.string(top, &arg(1), "the top-level key")?;
+                let second = self.string(second, &arg(2), "the second-level key")?;
+                let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
+                    return fail(at, format!("there is no mapping named {map}"));
+                };
+                let Some(entry) = entries.get(&top) else {
+                    return fail(at, format!("the mapping {map} has no key {top}"));
+                };
+                match entry.get(&second) {
+                    Some(value) => Ok(Some(value.clone())),
+                    None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
+                }
+            }
+            "Fn::Base64" => {
+                let text = self.string(argument, args, "Fn::Base64's argument")?;
+                string(base64::engine::general_purpose::STANDARD.encode(text))
+            }
+            "Fn::GetAZs" => {
+                let region = self.string(argument, args, "Fn::GetAZs's argument")?;
+                let region = if region.is_empty() { self.inputs.region.as_str() } else { region.as_str() };
+                let zones = self.inputs.availability_zones(region);
+                Ok(Some(Value::Array(zones.into_iter().map(Value::String).collect())))
+            }
+            "Fn::ImportValue" => {
+                let export = self.string(argument, args, "the export's name")?;
+                match self.inputs.exports.get(&export) {
+                    Some(value) => string(value.clone()),
+                    None => {
+                        missing(at, Missing::Export(export.clone()), format!("no value given for the export {export}"))
+                    }
+                }
+            }
+            "Fn::GetAtt" => {
+                let (resource, attribute) = match argument {
+                    // The long form's string, as the short form writes it.
+                    Value::String(text) => match text.split_once('.') {
+                        Some((resource, attribute)) => (resource.to_string(), attribute.to_string()),
+                        None => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+                    },
+                    Value::Array(items) if items.len() == 2 => {
+                        let Value::String(resource) = &items[0] else {
+                            return fail(&arg(0), "the resource must be a logical id");
+                        };
+                        (resource.clone(), self.string(&items[1], &arg(1), "the attribute's name")?)
+                    }
+                    _ => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+                };
+                string(self.attribute(&resource, &attribute, at)?)
+            }
+            "Fn::Cidr" => {
+                let [block, count, bits] = self.arguments(argument, args, name)?;
+                let block = self.string(block, &arg(0), "the address block")?;
+                let count = self.whole_number(count, &arg(1))?;
+                let bits = self.whole_number(bits, &arg(2))?;
+                let bits = u32::try_from(bits).unwrap_or(u32::MAX);
+                match cidr::subnets(&block, count, bits) {
+                    Ok(subnets) => Ok(Some(Value::Array(subnets.into_iter().map(Value::String).collect()))),
+                    Err(message) => fail(at, message),
+                }
+            }
+            "Fn::Equals" | "Fn::And" | "Fn::Or" | "Fn::Not" => {
+                fail(at, format!("{name} is a condition function: it belongs in Conditions or in Fn::If's condition"))
+            }
+            _ => fail(at, format!("{name} is not supported")),
+        }
+    }
+
+    fn whole_number(&self, value: &Value, at: &str) -> Resolved<u64> {
+        let number = match self.value(value, at)? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        };
+        number.map_or_else(|| fail(at, "must be a whole number"), Ok)
+    }
+
+    /// `Ref`: a pseudo parameter, a parameter, or a resource's given value.
+    fn reference(&self, target: &str, at: &str) -> Resolved<Option<Value>> {
+        let inputs = self.inputs;
+        let text = |s: &str| Ok(Some(Value::String(s.to_string())));
+        match target {
+            "AWS::Region" => return text(&inputs.region),
+            "AWS::StackName" => return text(&inputs.stack_name),
+            "AWS::StackId" => return text(&inputs.stack_id()),
+            "AWS::AccountId" => return text(&inputs.account_id),
+            "AWS::Partition" => return text(inputs.partition()),
+            "AWS::URLSuffix" => return text(inputs.url_suffix()),
+            "AWS::NotificationARNs" => return Ok(Some(Value::Array(Vec::new()))),
+            "AWS::NoValue" => return Ok(None),
+            _ => {}
+        }
+        match self.parameters.get(target) {
+            Some(Parameter::Value(value)) => return Ok(Some(value.clone())),
+            Some(Parameter::StoredInSsm(name)) => {
+                return fail(at, format!("{target} is the Systems Manager parameter {name}, which is not read here"));
+            }
+            None => {}
+        }
+        if self.is_resource(target) {
+            return match self.inputs.attributes.get(target) {
+                Some(value) => text(value),
+                None => missing(
+                    at,
+                    Missing::Attribute(target.to_string()),
+                    format!("no value given for the resource {target} (its Ref)"),
+                ),
+            };
+        }
+        fail(at, format!("{target} is not a parameter, a pseudo parameter or a resource of the template"))
+    }
+
+    fn is_resource(&self, name: &str) -> bool {
+        self.template.value()["Resources"].get(name).is_some()
+    }
+
+    fn attribute(&self, resource: &str, attribute: &str, at: &str) -> Resolved<String> {
+        if !self.is_resource(resource) {
+            return fail(at, format!("Fn::GetAtt refers to {resource}, which is not a resource of the template"));
+        }
+        let name = format!("{resource}.{attribute}");
+        match self.inputs.attributes.get(&name) {
+            Some(value) => Ok(value.clone()),
+            None => missing(at, Missing::Attribute(name.clone()), format!("no value given for the attribute {name}")),
+        }
+    }
+
+    /// `${Name}` in `Fn::Sub`: `Ref` of a name, `Fn::GetAtt` of `Resource.Attribute`.
+    fn sub_variable(&self, variable: &str, at: &str) -> Resolved<String> {
+        if let Some((resource, attribute)) = variable.split_once('.')
+            && self.is_resource(resource)
+        {
+            return self.attribute(resource, attribute, at);
+        }
+        match self.reference(variable, at)? {
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => fail(at, format!("${{{variable}}} is {}, which Fn::Sub cannot insert", describe(&other))),
+            None => fail(at, format!("${{{variable}}} is AWS::NoValue, which Fn::Sub cannot insert")),
+        }
+    }
+
+    /// A named condition of the template's Conditions, evaluated once.
+    fn condition(&self, name: &str, at: &str) -> Resolved<bool> {
+        {
+            let conditions = self.conditions.borrow();
+            match conditions.get(name) {
+                Some(Some(value)) => return Ok(*value),
+                Some(None) => return fail(at, format!("the condition {name} depends on itself")),
+                None => {}
+            }
+            // Each condition being evaluated is a level of recursion: bound it.
+            if conditions.values().filter(|v| v.is_none()).count() >= MAX_CONDITION_DEPTH {
+                return fail(at, format!("conditions refer to conditions more than {MAX_CONDITION_DEPTH} deep"));
+            }
+        }
+        let pointer = child_pointer("/Conditions", name);
+        let Some(definition) = self.template.value().pointer(&pointer) else {
+            return fail(at, format!("there is no condition named {name}"));
+        };
+        self.conditions.borrow_mut().insert(name.to_string(), None);
+        let value = self.evaluate(definition, &pointer)?;
+        self.conditions.borrow_mut().insert(name.to_string(), Some(value));
+        Ok(value)
+    }
+
+    /// A condition function: Fn::Equals, Fn::And, Fn::Or, Fn::Not, Condition.
+    fn evaluate(&self, value: &Value, at: &str) -> Resolved<bool> {
+        let Some((name, argument)) = value.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
+            return fail(at, "a condition is one of Fn::Equals, Fn::And, Fn::Or, Fn::Not or Condition");
+        };
+        let args = child_pointer(at, name);
+        let arg = |i: usize| child_pointer(&args, &i.to_string());
+        match name.as_str() {
+            "Condition" => match argument {
+                Value::String(other) => self.condition(other, &args),
+                _ => fail(&args, "Condition takes a condition's name"),
+            },
+            "Fn::Equals" => {
+                let [a, b] = self.arguments(argument, &args, name)?;
+                Ok(comparable(&self.value(a, &arg(0))?) == comparable(&self.value(b, &arg(1))?))
+            }
+            "Fn::Not" => {
+                let [condition] = self.arguments(argument, &args, name)?;
+                Ok(!self.evaluate(condition, &arg(0))?)
+            }
+            "Fn::And" | "Fn::Or" => {
+                let Some(conditions) = argument.as_array().filter(|c| (2..=10).contains(&c.len())) else {
+                    return fail(&args, format!("{name} takes a list of 2 to 10 conditions"));
+                };
+                // All are evaluated (no short cut), so an error in any one is reported.
+                let mut values = Vec::with_capacity(conditions.len());
+                for (i, condition) in conditions.iter().enumerate() {
+                    values.push(self.evaluate(condition, &arg(i))?);
+                }
+                Ok(if name == "Fn::And" { values.iter().all(|v| *v) } else { values.iter().any(|v| *v) })
+            }
+            _ => fail(at, format!("{name} is not a condition function")),
+        }
+    }
+}
+
+/// Fn::Equals compares values as text: `"1"` equals `1`, `"true"` equals `true`.
+fn comparable(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(comparable).collect()),
+        other => scalar_text(other).map_or_else(|| other.clone(), Value::String),
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}

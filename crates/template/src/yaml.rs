@@ -1,0 +1,392 @@
+//! CloudFormation's YAML: a template read into the same JSON value its JSON twin gives,
+//! with the short-form tags turned into the long form (`!Ref X` → `{"Ref": "X"}`,
+//! `!GetAtt A.B` → `{"Fn::GetAtt": ["A", "B"]}`, `!Sub …` → `{"Fn::Sub": …}`), and the
+//! line and column where each value starts, by JSON pointer.
+//!
+//! Plain scalars are typed as YAML 1.1 types them (CloudFormation documents YAML 1.1):
+//! `true`/`yes`/`on` are booleans, `0644` is octal, `1.5` a float, `~` null; a quoted or
+//! tagged scalar stays a string.
+
+use crate::location::{Position, Positions, child_pointer};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+
+/// A YAML text that is not a template's YAML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub position: Position,
+    pub message: String,
+}
+
+/// The short-form tags CloudFormation defines, and the key of their long form.
+const FUNCTIONS: &[(&str, &str)] = &[
+    ("Ref", "Ref"),
+    ("Condition", "Condition"),
+    ("Sub", "Fn::Sub"),
+    ("GetAtt", "Fn::GetAtt"),
+    ("Join", "Fn::Join"),
+    ("Select", "Fn::Select"),
+    ("Split", "Fn::Split"),
+    ("If", "Fn::If"),
+    ("Equals", "Fn::Equals"),
+    ("And", "Fn::And"),
+    ("Or", "Fn::Or"),
+    ("Not", "Fn::Not"),
+    ("FindInMap", "Fn::FindInMap"),
+    ("Base64", "Fn::Base64"),
+    ("GetAZs", "Fn::GetAZs"),
+    ("ImportValue", "Fn::ImportValue"),
+    ("Cidr", "Fn::Cidr"),
+    ("Transform", "Fn::Transform"),
+    ("ToJsonString", "Fn::ToJsonString"),
+    ("Length", "Fn::Length"),
+];
+
+/// How deep collections may nest: the resolver walks values recursively, and no
+/// template needs more (serde_json stops JSON at 128).
+const MAX_DEPTH: usize = 128;
+
+/// A node being built: a sequence or a mapping, with what it becomes when it ends.
+enum Open {
+    Sequence { items: Vec<Value>, node: NodeStart },
+    Mapping { entries: Map<String, Value>, key: Option<String>, node: NodeStart },
+}
+
+/// Where a node starts, under which pointer, and the function its tag names.
+struct NodeStart {
+    pointer: String,
+    function: Option<&'static str>,
+    anchor: usize,
+    position: Position,
+}
+
+/// Reads the first YAML document of `text`.
+pub fn load(text: &str) -> Result<(Value, Positions), SyntaxError> {
+    let mut builder = Builder::default();
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| SyntaxError {
+            position: Position { line: e.marker().line(), column: e.marker().col() + 1 },
+            message: e.info().to_string(),
+        })?;
+        if let Some(done) = builder.event(event, span)? {
+            return Ok((done, builder.positions));
+        }
+    }
+    Err(SyntaxError { position: Position { line: 1, column: 1 }, message: "the document is empty".into() })
+}
+
+#[derive(Default)]
+struct Builder {
+    open: Vec<Open>,
+    anchors: HashMap<usize, Value>,
+    positions: Positions,
+}
+
+impl Builder {
+    /// Takes one event; gives the document's value once its root is complete.
+    fn event(&mut self, event: Event, span: Span) -> Result<Option<Value>, SyntaxError> {
+        let position = Position { line: span.start.line(), column: span.start.col() + 1 };
+        let at = |message: String| SyntaxError { position, message };
+        let is_sequence = matches!(event, Event::SequenceStart(..));
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                if let Some(Open::Mapping { key: key @ None, entries, .. }) = self.open.last_mut() {
+                    if entries.contains_key(text.as_ref()) {
+                        return Err(at(format!("the key {text:?} appears twice in one mapping")));
+                    }
+                    *key = Some(text.into_owned());
+                    return Ok(None);
+                }
+                let pointer = self.next_pointer();
+                let value = match tag.as_deref() {
+                    Some(tag) => tagged_scalar(tag, &text).map_err(at)?,
+                    None if style == ScalarStyle::Plain => plain_scalar(&text),
+                    None => Value::String(text.into_owned()),
+                };
+                self.positions.insert(pointer.clone(), position);
+                // A tagged scalar (`!Ref Name`) is a function: its argument starts here too.
+                if let Value::Object(m) = &value
+                    && let Some(key) = m.keys().next()
+                {
+                    self.positions.insert(child_pointer(&pointer, key), position);
+                }
+                self.finish(value, anchor)
+            }
+            Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
+                if let Some(Open::Mapping { key: None, .. }) = self.open.last() {
+                    return Err(at("a mapping key must be a string, not a sequence or a mapping".into()));
+                }
+                if self.open.len() >= MAX_DEPTH {
+                    return Err(at(format!("collections are nested more than {MAX_DEPTH} deep")));
+                }
+                let function = match tag.as_deref() {
+                    Some(tag) => Some(function_of(tag).map_err(at)?),
+                    None => None,
+                };
+                let node = NodeStart { pointer: self.next_pointer(), function, anchor, position };
+                self.open.push(if is_sequence {
+                    Open::Sequence { items: Vec::new(), node }
+                } else {
+                    Open::Mapping { entries: Map::new(), key: None, node }
+                });
+                Ok(None)
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (value, node) = match self.open.pop() {
+                    Some(Open::Sequence { items, node }) => (Value::Array(items), node),
+                    Some(Open::Mapping { entries, node, .. }) => (Value::Object(entries), node),
+                    None => return Err(at("unbalanced end of a collection".into())),
+                };
+                self.positions.insert(node.pointer.clone(), node.position);
+                let value = match node.function {
+                    Some(function) => {
+                        self.positions.insert(child_pointer(&node.pointer, function), node.position);
+                        long_form(function, value)
+                    }
+                    None => value,
+                };
+                self.finish(value, node.anchor)
+            }
+            Event::Alias(id) => {
+                let value = self.anchors.get(&id).cloned().ok_or_else(|| at("an alias to an unknown anchor".into()))?;
+                if let Some(Open::Mapping { key: key @ None, .. }) = self.open.last_mut() {
+                    let Value::String(text) = value else {
+                        return Err(at("a mapping key must be a string".into()));
+                    };
+                    *key = Some(text);
+                    return Ok(None);
+                }
+                let pointer = self.next_pointer();
+                self.positions.insert(pointer, position);
+                self.finish(value, 0)
+            }
+            Event::StreamEnd => Err(at("the document is empty".into())),
+            Event::Nothing | Event::StreamStart | Event::DocumentStart(_) | Event::DocumentEnd => Ok(None),
+        }
+    }
+
+    /// The pointer of the node that starts now: its parent's, and its key or index.
+    fn next_pointer(&self) -> String {
+        match self.open.last() {
+            None => String::new(),
+            Some(Open::Sequence { items, node }) => child_pointer(&base(node), &items.len().to_string()),
+            Some(Open::Mapping { key, node, .. }) => child_pointer(&base(node), key.as_deref().unwrap_or("")),
+        }
+    }
+
+    /// Puts a complete value into its parent, or gives it back as the document's root.
+    fn finish(&mut self, value: Value, anchor: usize) -> Result<Option<Value>, SyntaxError> {
+        if anchor != 0 {
+            self.anchors.insert(anchor, value.clone());
+        }
+        match self.open.last_mut() {
+            None => Ok(Some(value)),
+            Some(Open::Sequence { items, .. }) => {
+                items.push(value);
+                Ok(None)
+            }
+            Some(Open::Mapping { entries, key, .. }) => {
+                if let Some(key) = key.take() {
+                    entries.insert(key, value);
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The pointer a node's children hang from: a tagged node's value sits under its
+/// function's key (`!Sub [a, b]` at P is `{"Fn::Sub": [a, b]}`, its `a` at P/Fn::Sub/0).
+fn base(node: &NodeStart) -> String {
+    match node.function {
+        Some(function) => child_pointer(&node.pointer, function),
+        None => node.pointer.clone(),
+    }
+}
+
+fn function_of(tag: &Tag) -> Result<&'static str, String> {
+    if tag.handle == "!"
+        && let Some((_, long)) = FUNCTIONS.iter().find(|(short, _)| *short == tag.suffix)
+    {
+        return Ok(long);
+    }
+    Err(format!("unknown tag {}{}: CloudFormation's tags are {}", tag.handle, tag.suffix, tag_list()))
+}
+
+fn tag_list() -> String {
+    FUNCTIONS.iter().map(|(short, _)| format!("!{short}")).collect::<Vec<_>>().join(", ")
+}
+
+fn long_form(function: &str, value: Value) -> Value {
+    let mut map = Map::new();
+    map.insert(function.to_string(), value);
+    Value::Object(map)
+}
+
+/// A scalar with a tag: a core type (`!!str 0644`) or a function (`!Ref Name`).
+fn tagged_scalar(tag: &Tag, text: &str) -> Result<Value, String> {
+    if tag.is_yaml_core_schema() || tag.handle == "!!" {
+        return match tag.suffix.as_str() {
+            "str" => Ok(Value::String(text.to_string())),
+            "int" | "float" | "bool" | "null" => match plain_scalar(text) {
+                Value::String(_) => Err(format!("{text:?} is not a {}", tag.suffix)),
+                value => Ok(value),
+            },
+            other => Err(format!("the tag !!{other} is not supported in a template")),
+        };
+    }
+    let function = function_of(tag)?;
+    let argument = match function {
+        // `!GetAtt Resource.Attribute`: the attribute may itself hold dots.
+        "Fn::GetAtt" => match text.split_once('.') {
+            Some((resource, attribute)) => {
+                Value::Array(vec![Value::String(resource.into()), Value::String(attribute.into())])
+            }
+            None => return Err(format!("!GetAtt {text}: expected Resource.Attribute")),
+        },
+        _ => Value::String(text.to_string()),
+    };
+    Ok(long_form(function, argument))
+}
+
+/// A plain scalar typed as YAML 1.1 (PyYAML's resolver) types it.
+fn plain_scalar(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => return Value::Bool(true),
+        "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => return Value::Bool(false),
+        _ => {}
+    }
+    integer(text).or_else(|| float(text)).map(Value::Number).unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+fn integer(text: &str) -> Option<Number> {
+    let (negative, body) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (radix, digits) = if let Some(hex) = body.strip_prefix("0x") {
+        (16, hex)
+    } else if let Some(binary) = body.strip_prefix("0b") {
+        (2, binary)
+    } else if body.len() > 1 && body.starts_with('0') {
+        (8, &body[1..])
+    } else {
+        (10, body)
+    };
+    let digits: String = digits.chars().filter(|c| *c != '_').collect();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) || (radix == 10 && body.starts_with('_')) {
+        return None;
+    }
+    let magnitude = i128::from_str_radix(&digits, radix).ok()?;
+    let value = if negative { -magnitude } else { magnitude };
+    i64::try_from(value).map(Number::from).ok().or_else(|| u64::try_from(value).map(Number::from).ok())
+}
+
+/// `[-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?` with at least one digit; the
+/// infinities and NaN stay strings, as JSON has no text for them.
+fn float(text: &str) -> Option<Number> {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.')?;
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !digits(whole) || !digits(fraction) || whole.starts_with('_') {
+        return None;
+    }
+    if !(whole.chars().any(|c| c.is_ascii_digit()) || fraction.chars().any(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    if let Some(exponent) = exponent {
+        let unsigned = exponent.strip_prefix(['-', '+'])?;
+        if unsigned.is_empty() || !unsigned.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+    }
+    let clean: String = text.chars().filter(|c| *c != '_').collect();
+    // As JSON would write it (`1.` → `1.0`, `.5` → `0.5`); otherwise the text itself.
+    serde_json::from_str::<Number>(&clean).ok().or_else(|| clean.parse::<f64>().ok().and_then(Number::from_f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn yaml(text: &str) -> Value {
+        load(text).unwrap_or_else(|e| panic!("{text}: {e:?}")).0
+    }
+
+    #[test]
+    fn short_forms_become_the_long_forms() {
+        let v = yaml(
+            "a: !Ref Name\nb: !GetAtt Db.Endpoint.Address\nc: !Sub 'x-${AWS::Region}'\n\
+             d: !Join ['', [a, !Ref B]]\ne: !If [Cond, !GetAZs '', !Ref 'AWS::NoValue']\nf: !Condition C\n\
+             g: !Select [0, !Split [',', 'a,b']]\nh: !Base64 {'Fn::Sub': x}\n",
+        );
+        assert_eq!(
+            v,
+            json!({
+                "a": {"Ref": "Name"},
+                "b": {"Fn::GetAtt": ["Db", "Endpoint.Address"]},
+                "c": {"Fn::Sub": "x-${AWS::Region}"},
+                "d": {"Fn::Join": ["", ["a", {"Ref": "B"}]]},
+                "e": {"Fn::If": ["Cond", {"Fn::GetAZs": ""}, {"Ref": "AWS::NoValue"}]},
+                "f": {"Condition": "C"},
+                "g": {"Fn::Select": [0, {"Fn::Split": [",", "a,b"]}]},
+                "h": {"Fn::Base64": {"Fn::Sub": "x"}}
+            })
+        );
+    }
+
+    #[test]
+    fn plain_scalars_are_typed_as_yaml_1_1_and_quoted_ones_stay_strings() {
+        let v = yaml(
+            "a: 1\nb: '1'\nc: true\nd: yes\ne: 0644\nf: 1.5\ng: ~\nh: 2010-09-09\ni: 0x1F\nj: .inf\nk: !!str 12\nl:\n",
+        );
+        assert_eq!(
+            v,
+            json!({"a": 1, "b": "1", "c": true, "d": true, "e": 420, "f": 1.5, "g": null,
+                   "h": "2010-09-09", "i": 31, "j": ".inf", "k": "12", "l": null})
+        );
+    }
+
+    #[test]
+    fn positions_are_recorded_by_pointer_also_inside_short_forms() {
+        let (_, positions) =
+            load("Resources:\n  A:\n    Metadata:\n      x: !Sub\n        - '${y}'\n        - y: !Ref P\n").unwrap();
+        assert_eq!(positions["/Resources/A/Metadata/x"], Position { line: 4, column: 10 });
+        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y"], Position { line: 6, column: 14 });
+        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y/Ref"], Position { line: 6, column: 14 });
+    }
+
+    #[test]
+    fn keys_with_slashes_are_escaped_in_pointers() {
+        let (_, positions) = load("files:\n  /etc/a~b: 1\n").unwrap();
+        assert_eq!(positions["/files/~1etc~1a~0b"], Position { line: 2, column: 13 });
+    }
+
+    #[test]
+    fn anchors_and_aliases_copy_the_value() {
+        assert_eq!(yaml("a: &x {k: 1}\nb: *x\n"), json!({"a": {"k": 1}, "b": {"k": 1}}));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_with_its_position() {
+        let e = load("a: !Reff x\n").unwrap_err();
+        assert_eq!(e.position, Position { line: 1, column: 4 });
+        assert!(e.message.contains("unknown tag !Reff"), "{}", e.message);
+        let e = load("a: 1\na: 2\n").unwrap_err();
+        assert!(e.message.contains("appears twice"), "{}", e.message);
+        assert_eq!(load("a: [1,\n").unwrap_err().position.line, 2);
+        assert!(load("").is_err());
+        assert!(load("? [a]\n: 1\n").is_err());
+        assert!(load("a: !GetAtt NoDot\n").unwrap_err().message.contains("Resource.Attribute"));
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(load(&deep).unwrap_err().message.contains("nested more than 128 deep"));
+    }
+}
