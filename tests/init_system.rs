@@ -14,26 +14,7 @@
 
 mod common;
 
-use common::debian_root::{Overlay, rootfs};
-
-/// The messages of a cfn-init log, without timestamps.
-fn messages(log: &str) -> Vec<String> {
-    log.lines().map(|l| l.get(24..).unwrap_or(l).to_string()).collect()
-}
-
-fn has(log: &str, line: &str) -> bool {
-    messages(log).iter().any(|m| m == line)
-}
-
-/// Runs cfn-init on `/tmp/<name>.json`, then clears the log into `/tmp/<name>.log`
-/// so each run's log can be read on its own.
-fn cfn_init(name: &str) -> String {
-    format!(
-        "rc=0; /opt/aws/bin/cfn-init -v /tmp/{name}.json > /tmp/{name}.out 2>&1 || rc=$?\n\
-         echo \"{name} exit $rc\"; cat /tmp/{name}.out\n\
-         mv /var/log/cfn-init.log /tmp/{name}.log; cat /var/log/cfn-init-cmd.log >> /tmp/cmd.log; rm -f /var/log/cfn-init-cmd.log\n"
-    )
-}
+use common::debian_root::{Overlay, cfn_init, has, rootfs};
 
 /// A SysV init script that counts its starts in /var/lib/cfntest/starts and keeps a
 /// `sleep` running while started.

@@ -11,6 +11,17 @@ pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 /// The cached root. These tests need root and the root `cargo xtask test` builds; they
 /// fail with that explanation otherwise, never skip.
 pub fn rootfs() -> PathBuf {
+    rootfs_marked(".cfn-testroot-v3")
+}
+
+/// The cached root with the package managers of RPM distributions, pip3 and gem, and
+/// their local sources (xtask/src/testroot/package_managers.rs).
+pub fn rootfs_with_package_managers() -> PathBuf {
+    rootfs_marked(".cfn-testroot-v4")
+}
+
+/// The cached root, which must carry `marker` (the version of its contents).
+fn rootfs_marked(marker: &str) -> PathBuf {
     // SAFETY: geteuid cannot fail.
     let is_root = unsafe { libc::geteuid() } == 0;
     assert!(is_root, "this test needs root (mount, PID and network namespaces)");
@@ -18,7 +29,7 @@ pub fn rootfs() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| super::workspace().join("target/testroot/bookworm"));
     assert!(
-        root.join(".cfn-testroot-v3").is_file(),
+        root.join(marker).is_file(),
         "{} is not a usable test root: run `cargo xtask test`, which builds it",
         root.display()
     );
@@ -123,4 +134,25 @@ exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-
         let out = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         Ran { code: output.status.code().unwrap_or(-1), out }
     }
+}
+
+/// The messages of a cfn-init log, without timestamps.
+pub fn messages(log: &str) -> Vec<String> {
+    log.lines().map(|l| l.get(24..).unwrap_or(l).to_string()).collect()
+}
+
+/// Whether a cfn-init log holds exactly this message.
+pub fn has(log: &str, line: &str) -> bool {
+    messages(log).iter().any(|m| m == line)
+}
+
+/// A script step that runs cfn-init on `/tmp/<name>.json`, prints `<name> exit <code>`
+/// and its output, then moves the log to `/tmp/<name>.log` (so each run's log can be
+/// read on its own) and appends the command log to `/tmp/cmd.log`.
+pub fn cfn_init(name: &str) -> String {
+    format!(
+        "rc=0; /opt/aws/bin/cfn-init -v /tmp/{name}.json > /tmp/{name}.out 2>&1 || rc=$?\n\
+         echo \"{name} exit $rc\"; cat /tmp/{name}.out\n\
+         mv /var/log/cfn-init.log /tmp/{name}.log; cat /var/log/cfn-init-cmd.log >> /tmp/cmd.log; rm -f /var/log/cfn-init-cmd.log\n"
+    )
 }
