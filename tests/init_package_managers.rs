@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::debian_root::{Overlay, cfn_init, has, rootfs_with_package_managers};
+use common::debian_root::{Overlay, cfn_init, golden, has, replay, rootfs_with_package_managers, same_run};
 use serde_json::{Value, json};
 
 /// The runs of every test, in order: name and the versions asked for the tiny package.
@@ -90,6 +90,18 @@ fn yum_algorithm(manager: &str, label: &str, setup: &str) {
 #[test]
 fn yum_where_yum_is_dnf_installs_pins_and_upgrades_from_an_rpm_repository() {
     yum_algorithm("yum", "Yum", "ln -s dnf /usr/bin/yum");
+}
+
+/// The reference (1.4-31) recorded with the same `yum` (a link to dnf) on the same
+/// repository (tests/golden/cfn-init-system/yum): the same effects, exit codes, output
+/// and log lines, the unknown package included.
+#[test]
+fn yum_where_yum_is_dnf_matches_the_recorded_reference() {
+    let (o, out) = replay(rootfs_with_package_managers(), "yum");
+    assert_eq!(out, golden("yum", "checks.txt"));
+    for run in ["pinned", "again", "upgrade", "latest", "downgrade", "unknown"] {
+        same_run(&o, "yum", run);
+    }
 }
 
 /// `dnf` by its own name (an addition of this port; the reference warns
