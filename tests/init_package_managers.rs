@@ -6,9 +6,12 @@
 //!
 //! Each test runs one manager through the same sequence in one overlay: a pinned
 //! install, the same document again (nothing done), an upgrade, the unpinned package
-//! (already installed), and a package nobody has (the reference's message and exit
-//! code 1). After every run the manager itself is asked what is installed (`rpm -q`,
-//! `pip3 show`, `gem list`); the test asserts on that and on the log lines.
+//! (already installed), the first version again (a downgrade where the manager has
+//! one), and a package nobody has (the reference's message and exit code 1). After
+//! every run the manager itself is asked what is installed (`rpm -q`, `pip3 show`,
+//! `gem list`); the test asserts on that and on the log lines. `yum` (a link to dnf,
+//! as on Amazon Linux 2023) is compared with the reference's recorded run instead
+//! (tests/golden/cfn-init-system/yum).
 
 mod common;
 
@@ -16,7 +19,8 @@ use common::debian_root::{Overlay, cfn_init, golden, has, replay, rootfs_with_pa
 use serde_json::{Value, json};
 
 /// The runs of every test, in order: name and the versions asked for the tiny package.
-const RUNS: [(&str, &str); 4] = [("pinned", "1.0"), ("again", "1.0"), ("upgrade", "2.0"), ("latest", "")];
+const RUNS: [(&str, &str); 5] =
+    [("pinned", "1.0"), ("again", "1.0"), ("upgrade", "2.0"), ("latest", ""), ("downgrade", "1.0")];
 
 /// An overlay holding one metadata file per run for `manager`, named after the run, and
 /// `/tmp/unknown.json` asking for a package no source has.
@@ -43,11 +47,11 @@ fn script(setup: &str, ask: &str) -> String {
     script
 }
 
-/// `yum` and `dnf` on the same rpm-md repository: the yum algorithm (INIT-PKG-02, -03),
-/// with the upgrade decided by comparing versions (INIT-PKG-11).
-fn yum_algorithm(manager: &str, label: &str, setup: &str) {
+/// The yum algorithm (INIT-PKG-02, -03) run with `manager` on the rpm-md repository,
+/// the upgrade or downgrade decided by comparing versions (INIT-PKG-11).
+fn yum_algorithm(manager: &str, label: &str) {
     let o = overlay(manager, "cfn-tiny-rpm");
-    let ran = o.run(&script(setup, "rpm -q cfn-tiny-rpm || true"));
+    let ran = o.run(&script("", "rpm -q cfn-tiny-rpm || true"));
     let out = &ran.out;
     assert_eq!(ran.code, 0, "{out}");
     assert!(out.starts_with("before\npackage cfn-tiny-rpm is not installed\n"), "{out}");
@@ -73,6 +77,10 @@ fn yum_algorithm(manager: &str, label: &str, setup: &str) {
     assert!(out.contains("latest exit 0\ncfn-tiny-rpm-2.0-1.noarch\n"), "{out}\n{latest}");
     assert!(has(&latest, "[DEBUG] cfn-tiny-rpm will not be installed as it is already present"), "{latest}");
 
+    let downgrade = o.read("/tmp/downgrade.log");
+    assert!(out.contains("downgrade exit 0\ncfn-tiny-rpm-1.0-1.noarch\n"), "{out}\n{downgrade}");
+    assert!(has(&downgrade, "[DEBUG] Downgrading to cfn-tiny-rpm-1.0 from installed version 2.0-1"), "{downgrade}");
+
     let unknown = o.read("/tmp/unknown.log");
     let message = format!("{label} does not have cfn-no-such-package available for installation");
     assert!(out.contains(&format!("unknown exit 1\nError occurred during build: {message}\n")), "{out}\n{unknown}");
@@ -82,19 +90,15 @@ fn yum_algorithm(manager: &str, label: &str, setup: &str) {
     let cmd = o.read("/tmp/cmd.log");
     assert!(cmd.contains(&format!("[INFO] {manager} install cfn-tiny-rpm-1.0\n")), "{cmd}");
     assert!(cmd.contains(&format!("[INFO] {manager} install cfn-tiny-rpm-2.0\n")), "{cmd}");
+    assert!(cmd.contains(&format!("[INFO] {manager} downgrade cfn-tiny-rpm-1.0\n")), "{cmd}");
     assert_eq!(cmd.matches(&format!("[INFO] {manager} install ")).count(), 2, "{cmd}");
-    assert_eq!(cmd.matches(&format!("[INFO] {manager} -y makecache")).count(), 5, "{cmd}");
+    assert_eq!(cmd.matches(&format!("[INFO] {manager} -y makecache")).count(), 6, "{cmd}");
 }
 
-/// Amazon Linux 2023's `yum` is a link to dnf: the `yum` manager drives it unchanged.
-#[test]
-fn yum_where_yum_is_dnf_installs_pins_and_upgrades_from_an_rpm_repository() {
-    yum_algorithm("yum", "Yum", "ln -s dnf /usr/bin/yum");
-}
-
-/// The reference (1.4-31) recorded with the same `yum` (a link to dnf) on the same
-/// repository (tests/golden/cfn-init-system/yum): the same effects, exit codes, output
-/// and log lines, the unknown package included.
+/// Amazon Linux 2023's `yum` is a link to dnf: the `yum` manager drives it, compared
+/// with the reference (1.4-31) recorded with the same link on the same repository
+/// (tests/golden/cfn-init-system/yum): the same effects (`rpm -q` after each run), exit
+/// codes, output and log lines, the downgrade and the unknown package included.
 #[test]
 fn yum_where_yum_is_dnf_matches_the_recorded_reference() {
     let (o, out) = replay(rootfs_with_package_managers(), "yum");
@@ -108,7 +112,7 @@ fn yum_where_yum_is_dnf_matches_the_recorded_reference() {
 /// `Unsupported package manager: dnf`).
 #[test]
 fn dnf_installs_pins_and_upgrades_from_an_rpm_repository() {
-    yum_algorithm("dnf", "DNF", "");
+    yum_algorithm("dnf", "DNF");
 }
 
 /// zypper (INIT-PKG-10): `zypper search --match-exact` for the checks, `zypper install -y`.
@@ -119,11 +123,13 @@ fn zypper_installs_pins_and_upgrades_from_an_rpm_repository() {
     let out = &ran.out;
     assert_eq!(ran.code, 0, "{out}");
     assert!(out.starts_with("before\npackage cfn-tiny-rpm is not installed\n"), "{out}");
-    for (run, installed) in [("pinned", "1.0-1"), ("again", "1.0-1"), ("upgrade", "2.0-1"), ("latest", "2.0-1")] {
+    let versions =
+        [("pinned", "1.0-1"), ("again", "1.0-1"), ("upgrade", "2.0-1"), ("latest", "2.0-1"), ("downgrade", "1.0-1")];
+    for (run, installed) in versions {
         let log = o.read(&format!("/tmp/{run}.log"));
         assert!(out.contains(&format!("{run} exit 0\ncfn-tiny-rpm-{installed}.noarch\n")), "{out}\n{log}");
     }
-    for run in ["pinned", "upgrade"] {
+    for run in ["pinned", "upgrade", "downgrade"] {
         let log = o.read(&format!("/tmp/{run}.log"));
         assert!(has(&log, "[INFO] Zypper installed ['cfn-tiny-rpm']"), "{log}");
     }
@@ -139,7 +145,8 @@ fn zypper_installs_pins_and_upgrades_from_an_rpm_repository() {
     let cmd = o.read("/tmp/cmd.log");
     assert!(cmd.contains("[INFO] zypper install cfn-tiny-rpm-1.0\n"), "{cmd}");
     assert!(cmd.contains("[INFO] zypper install cfn-tiny-rpm-2.0\n"), "{cmd}");
-    assert_eq!(cmd.matches("[INFO] zypper ").count(), 2, "{cmd}");
+    assert!(cmd.contains("[INFO] zypper downgrade cfn-tiny-rpm-1.0\n"), "{cmd}");
+    assert_eq!(cmd.matches("[INFO] zypper ").count(), 3, "{cmd}");
 }
 
 /// python (INIT-PKG-08): `pip3 install name==version` from the local wheels; a package
@@ -153,7 +160,8 @@ fn pip3_installs_pins_and_upgrades_from_local_wheels() {
     let out = &ran.out;
     assert_eq!(ran.code, 0, "{out}");
     assert!(out.starts_with("before\nWARNING: Package(s) not found: cfn-tiny-py\n"), "{out}");
-    for (run, installed) in [("pinned", "1.0"), ("again", "1.0"), ("upgrade", "2.0"), ("latest", "2.0")] {
+    let versions = [("pinned", "1.0"), ("again", "1.0"), ("upgrade", "2.0"), ("latest", "2.0"), ("downgrade", "1.0")];
+    for (run, installed) in versions {
         let log = o.read(&format!("/tmp/{run}.log"));
         let expected = format!("{run} exit 0\nVersion: {installed}\nmodule {installed}\n");
         assert!(out.contains(&expected), "{out}\n{log}");
@@ -174,12 +182,14 @@ fn pip3_installs_pins_and_upgrades_from_local_wheels() {
     let cmd = o.read("/tmp/cmd.log");
     assert!(cmd.contains("[INFO] pip3 install cfn-tiny-py==1.0\n"), "{cmd}");
     assert!(cmd.contains("[INFO] pip3 install cfn-tiny-py==2.0\n"), "{cmd}");
+    assert_eq!(cmd.matches("[INFO] pip3 install cfn-tiny-py==1.0\n").count(), 2, "{cmd}");
     assert!(cmd.contains("ERROR: No matching distribution found for cfn-no-such-package"), "{cmd}");
-    assert_eq!(cmd.matches("[INFO] pip3 install ").count(), 3, "{cmd}");
+    assert_eq!(cmd.matches("[INFO] pip3 install ").count(), 4, "{cmd}");
 }
 
 /// rubygems (INIT-PKG-09): `gem list --installed` decides, `gem install -b --no-document`
-/// installs from the local gem source; gem keeps both versions after an upgrade.
+/// installs from the local gem source; gem keeps both versions after an upgrade, and
+/// `require` loads the newest.
 #[test]
 fn gem_installs_pins_and_upgrades_from_a_local_source() {
     let o = overlay("rubygems", "cfn-tiny-gem");
@@ -194,6 +204,7 @@ fn gem_installs_pins_and_upgrades_from_a_local_source() {
         ("again", "1.0", "1.0"),
         ("upgrade", "2.0, 1.0", "2.0"),
         ("latest", "2.0, 1.0", "2.0"),
+        ("downgrade", "2.0, 1.0", "2.0"),
     ] {
         let log = o.read(&format!("/tmp/{run}.log"));
         let expected = format!("{run} exit 0\ncfn-tiny-gem ({listed})\nmodule {loaded}\n");
@@ -201,8 +212,11 @@ fn gem_installs_pins_and_upgrades_from_a_local_source() {
     }
     let pinned = o.read("/tmp/pinned.log");
     assert!(has(&pinned, "[INFO] Gem installed: cfn-tiny-gem-1.0"), "{pinned}");
-    let again = o.read("/tmp/again.log");
-    assert!(has(&again, "[INFO] cfn-tiny-gem-1.0 is already installed, skipping."), "{again}");
+    // Both versions stay installed after the upgrade, so asking for 1.0 again does nothing.
+    for run in ["again", "downgrade"] {
+        let log = o.read(&format!("/tmp/{run}.log"));
+        assert!(has(&log, "[INFO] cfn-tiny-gem-1.0 is already installed, skipping."), "{log}");
+    }
     let upgrade = o.read("/tmp/upgrade.log");
     assert!(has(&upgrade, "[INFO] Gem installed: cfn-tiny-gem-2.0"), "{upgrade}");
     let latest = o.read("/tmp/latest.log");
