@@ -154,9 +154,11 @@ fn zypper_installs_pins_and_upgrades_from_an_rpm_repository() {
 #[test]
 fn pip3_installs_pins_and_upgrades_from_local_wheels() {
     let o = overlay("python", "cfn-tiny-py");
+    // pip takes ==1.0.0 to be the installed 1.0, and so must the installed check.
+    o.metadata("padded", json!({"config": {"packages": {"python": {"cfn-tiny-py": "1.0.0"}}}}));
     let ask = "pip3 show cfn-tiny-py 2>&1 | grep -E '^(Version|WARNING)'; \
                python3 -c 'import cfn_tiny_py; print(\"module\", cfn_tiny_py.VERSION)' 2>/dev/null || true";
-    let ran = o.run(&script("", ask));
+    let ran = o.run(&format!("{}{}", script("", ask), cfn_init("padded")));
     let out = &ran.out;
     assert_eq!(ran.code, 0, "{out}");
     assert!(out.starts_with("before\nWARNING: Package(s) not found: cfn-tiny-py\n"), "{out}");
@@ -170,7 +172,8 @@ fn pip3_installs_pins_and_upgrades_from_local_wheels() {
     assert!(has(&pinned, "[INFO] Attempting to install ['cfn-tiny-py==1.0'] via pip3"), "{pinned}");
     let upgrade = o.read("/tmp/upgrade.log");
     assert!(has(&upgrade, "[INFO] pip3 installed ['cfn-tiny-py==2.0']"), "{upgrade}");
-    for run in ["again", "latest"] {
+    assert!(out.contains("padded exit 0\n"), "{out}");
+    for run in ["again", "latest", "padded"] {
         let log = o.read(&format!("/tmp/{run}.log"));
         assert!(has(&log, "[DEBUG] cfn-tiny-py will not be installed as it is already present"), "{log}");
         assert!(has(&log, "[INFO] All python packages were already installed"), "{log}");
