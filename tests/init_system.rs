@@ -14,26 +14,7 @@
 
 mod common;
 
-use common::debian_root::{Overlay, rootfs};
-
-/// The messages of a cfn-init log, without timestamps.
-fn messages(log: &str) -> Vec<String> {
-    log.lines().map(|l| l.get(24..).unwrap_or(l).to_string()).collect()
-}
-
-fn has(log: &str, line: &str) -> bool {
-    messages(log).iter().any(|m| m == line)
-}
-
-/// Runs cfn-init on `/tmp/<name>.json`, then clears the log into `/tmp/<name>.log`
-/// so each run's log can be read on its own.
-fn cfn_init(name: &str) -> String {
-    format!(
-        "rc=0; /opt/aws/bin/cfn-init -v /tmp/{name}.json > /tmp/{name}.out 2>&1 || rc=$?\n\
-         echo \"{name} exit $rc\"; cat /tmp/{name}.out\n\
-         mv /var/log/cfn-init.log /tmp/{name}.log; cat /var/log/cfn-init-cmd.log >> /tmp/cmd.log; rm -f /var/log/cfn-init-cmd.log\n"
-    )
-}
+use common::debian_root::{Overlay, cfn_init, golden, has, messages, normalized, replay, rootfs, same_run};
 
 /// A SysV init script that counts its starts in /var/lib/cfntest/starts and keeps a
 /// `sleep` running while started.
@@ -417,73 +398,9 @@ fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
     assert!(out.contains("Error occurred during build: SystemD is not available on the instance"), "{out}");
 }
 
-/// A log's messages without timestamps, tracebacks and tool output (the lines that
-/// follow an `Output:` message), with Python 2 list reprs (`[u'a']`) written as
-/// Python 3 prints them, as this port does.
-fn normalized(log: &str) -> Vec<String> {
-    let stamped = |l: &str| l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[19] == b',';
-    log.lines()
-        .filter(|l| stamped(l))
-        .map(|l| {
-            let m = l[24..].replace("[u'", "['").replace(", u'", ", '");
-            match m.find("output: ").or_else(|| m.find("Output: ")) {
-                Some(i) => m[..i + 7].to_string(),
-                None => m,
-            }
-        })
-        .collect()
-}
-
-/// Runs the recorded case `tests/golden/cfn-init-system/<case>` (its metadata, files and
-/// script) with this port and returns the overlay and the script's output.
-fn replay(case: &str) -> (Overlay, String) {
-    let dir = common::workspace().join("tests/golden/cfn-init-system").join(format!("{case}.in"));
-    let o = Overlay::new(rootfs()).with_cfn_init();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            o.put(&format!("/tmp/cases/{name}"), &std::fs::read_to_string(&path).unwrap(), 0o644);
-        }
-    }
-    let files = dir.join("files");
-    if files.is_dir() {
-        o.copy_tree_in(&files);
-    }
-    let run = r#"run() {
-  rc=0; /opt/aws/bin/cfn-init -v "/tmp/cases/$1.json" > "/tmp/out/$1.stdout" 2> "/tmp/out/$1.stderr" || rc=$?
-  echo "$rc" > "/tmp/out/$1.exit"
-  mv /var/log/cfn-init.log "/tmp/out/$1.cfn-init.log" 2>/dev/null || true
-  mv /var/log/cfn-init-cmd.log "/tmp/out/$1.cfn-init-cmd.log" 2>/dev/null || true
-  rm -rf /var/lib/cfn-init
-  echo "== after $1 (exit $rc)"
-}
-mkdir -p /tmp/out
-"#;
-    let script = std::fs::read_to_string(dir.join("script.sh")).unwrap();
-    let ran = o.run(&format!("{run}{script}"));
-    (o, ran.out)
-}
-
-fn golden(case: &str, file: &str) -> String {
-    let path = common::workspace().join("tests/golden/cfn-init-system").join(case).join(file);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Compares one recorded run: exit code, stdout, stderr and the main log.
-fn same_run(o: &Overlay, case: &str, run: &str) {
-    for file in ["exit", "stdout", "stderr"] {
-        let (ours, theirs) = (o.read(&format!("/tmp/out/{run}.{file}")), golden(case, &format!("{run}.{file}")));
-        assert_eq!(ours, theirs, "{case}/{run}.{file}");
-    }
-    let ours = normalized(&o.read(&format!("/tmp/out/{run}.cfn-init.log")));
-    let theirs = normalized(&golden(case, &format!("{run}.cfn-init.log")));
-    assert_eq!(ours, theirs, "{case}/{run}.cfn-init.log");
-}
-
 #[test]
 fn groups_and_users_match_the_recorded_reference() {
-    let (o, out) = replay("groups-users");
+    let (o, out) = replay(rootfs(), "groups-users");
     assert_eq!(out, golden("groups-users", "checks.txt"));
     for run in ["create", "same", "modify", "gid-mismatch", "uid-mismatch", "unknown-group"] {
         same_run(&o, "groups-users", run);
@@ -492,7 +409,7 @@ fn groups_and_users_match_the_recorded_reference() {
 
 #[test]
 fn sysvinit_matches_the_recorded_reference() {
-    let (o, out) = replay("sysvinit");
+    let (o, out) = replay(rootfs(), "sysvinit");
     assert_eq!(out, golden("sysvinit", "checks.txt"));
     for run in ["start", "changed", "stop"] {
         same_run(&o, "sysvinit", run);
@@ -506,7 +423,7 @@ fn sysvinit_matches_the_recorded_reference() {
 /// it is already present`), and a version apt does not have fails before apt-get runs.
 #[test]
 fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
-    let (o, out) = replay("apt");
+    let (o, out) = replay(rootfs(), "apt");
     let sorted = |lines: Vec<String>| {
         let mut lines: Vec<String> = lines
             .into_iter()

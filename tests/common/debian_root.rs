@@ -11,6 +11,17 @@ pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 /// The cached root. These tests need root and the root `cargo xtask test` builds; they
 /// fail with that explanation otherwise, never skip.
 pub fn rootfs() -> PathBuf {
+    rootfs_marked(".cfn-testroot-v3")
+}
+
+/// The cached root with the package managers of RPM distributions, pip3 and gem, and
+/// their local sources (xtask/src/testroot/package_managers.rs).
+pub fn rootfs_with_package_managers() -> PathBuf {
+    rootfs_marked(".cfn-testroot-v4")
+}
+
+/// The cached root, which must carry `marker` (the version of its contents).
+fn rootfs_marked(marker: &str) -> PathBuf {
     // SAFETY: geteuid cannot fail.
     let is_root = unsafe { libc::geteuid() } == 0;
     assert!(is_root, "this test needs root (mount, PID and network namespaces)");
@@ -18,7 +29,7 @@ pub fn rootfs() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| super::workspace().join("target/testroot/bookworm"));
     assert!(
-        root.join(".cfn-testroot-v3").is_file(),
+        root.join(marker).is_file(),
         "{} is not a usable test root: run `cargo xtask test`, which builds it",
         root.display()
     );
@@ -128,4 +139,90 @@ exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-
         let out = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         Ran { code: output.status.code().unwrap_or(-1), out }
     }
+}
+
+/// The messages of a cfn-init log, without timestamps.
+pub fn messages(log: &str) -> Vec<String> {
+    log.lines().map(|l| l.get(24..).unwrap_or(l).to_string()).collect()
+}
+
+/// Whether a cfn-init log holds exactly this message.
+pub fn has(log: &str, line: &str) -> bool {
+    messages(log).iter().any(|m| m == line)
+}
+
+/// A script step that runs cfn-init on `/tmp/<name>.json`, prints `<name> exit <code>`
+/// and its output, then moves the log to `/tmp/<name>.log` (so each run's log can be
+/// read on its own) and appends the command log to `/tmp/cmd.log`.
+pub fn cfn_init(name: &str) -> String {
+    format!(
+        "rc=0; /opt/aws/bin/cfn-init -v /tmp/{name}.json > /tmp/{name}.out 2>&1 || rc=$?\n\
+         echo \"{name} exit $rc\"; cat /tmp/{name}.out\n\
+         mv /var/log/cfn-init.log /tmp/{name}.log; cat /var/log/cfn-init-cmd.log >> /tmp/cmd.log; rm -f /var/log/cfn-init-cmd.log\n"
+    )
+}
+
+/// A log's messages without timestamps, tracebacks and tool output (the lines that
+/// follow an `Output:` message), with Python 2 list reprs (`[u'a']`) written as
+/// Python 3 prints them, as this port does.
+pub fn normalized(log: &str) -> Vec<String> {
+    let stamped = |l: &str| l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[19] == b',';
+    log.lines()
+        .filter(|l| stamped(l))
+        .map(|l| {
+            let m = l[24..].replace("[u'", "['").replace(", u'", ", '");
+            match m.find("output: ").or_else(|| m.find("Output: ")) {
+                Some(i) => m[..i + 7].to_string(),
+                None => m,
+            }
+        })
+        .collect()
+}
+
+/// Runs the recorded case `tests/golden/cfn-init-system/<case>` (its metadata, files and
+/// script) with this port in an overlay of `root` and returns the overlay and the
+/// script's output.
+pub fn replay(root: PathBuf, case: &str) -> (Overlay, String) {
+    let dir = super::workspace().join("tests/golden/cfn-init-system").join(format!("{case}.in"));
+    let o = Overlay::new(root).with_cfn_init();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            o.put(&format!("/tmp/cases/{name}"), &std::fs::read_to_string(&path).unwrap(), 0o644);
+        }
+    }
+    let files = dir.join("files");
+    if files.is_dir() {
+        o.copy_tree_in(&files);
+    }
+    let run = r#"run() {
+  rc=0; /opt/aws/bin/cfn-init -v "/tmp/cases/$1.json" > "/tmp/out/$1.stdout" 2> "/tmp/out/$1.stderr" || rc=$?
+  echo "$rc" > "/tmp/out/$1.exit"
+  mv /var/log/cfn-init.log "/tmp/out/$1.cfn-init.log" 2>/dev/null || true
+  mv /var/log/cfn-init-cmd.log "/tmp/out/$1.cfn-init-cmd.log" 2>/dev/null || true
+  rm -rf /var/lib/cfn-init
+  echo "== after $1 (exit $rc)"
+}
+mkdir -p /tmp/out
+"#;
+    let script = std::fs::read_to_string(dir.join("script.sh")).unwrap();
+    let ran = o.run(&format!("{run}{script}"));
+    (o, ran.out)
+}
+
+pub fn golden(case: &str, file: &str) -> String {
+    let path = super::workspace().join("tests/golden/cfn-init-system").join(case).join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Compares one recorded run: exit code, stdout, stderr and the main log.
+pub fn same_run(o: &Overlay, case: &str, run: &str) {
+    for file in ["exit", "stdout", "stderr"] {
+        let (ours, theirs) = (o.read(&format!("/tmp/out/{run}.{file}")), golden(case, &format!("{run}.{file}")));
+        assert_eq!(ours, theirs, "{case}/{run}.{file}");
+    }
+    let ours = normalized(&o.read(&format!("/tmp/out/{run}.cfn-init.log")));
+    let theirs = normalized(&golden(case, &format!("{run}.cfn-init.log")));
+    assert_eq!(ours, theirs, "{case}/{run}.cfn-init.log");
 }

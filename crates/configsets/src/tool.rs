@@ -48,13 +48,20 @@ pub fn query(argv: &[&str]) -> Result<Output, String> {
 /// Runs a query with only its standard output kept (stderr is discarded), for tools
 /// whose output is parsed.
 pub fn query_stdout(argv: &[&str]) -> Result<Output, String> {
+    query_streams(argv).map(|(stdout, _)| stdout)
+}
+
+/// Runs a query with its standard output (to parse) and standard error (to log) kept
+/// apart.
+pub fn query_streams(argv: &[&str]) -> Result<(Output, String), String> {
     let output = std::process::Command::new(argv[0])
         .args(&argv[1..])
         .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("Could not run {}: {}", argv[0], cfn_python::strerror(&e)))?;
-    Ok(Output { code: output.status.code().unwrap_or(-1), text: String::from_utf8_lossy(&output.stdout).into_owned() })
+    let stdout =
+        Output { code: output.status.code().unwrap_or(-1), text: String::from_utf8_lossy(&output.stdout).into_owned() };
+    Ok((stdout, String::from_utf8_lossy(&output.stderr).into_owned()))
 }
 
 /// Runs a command that changes the system, with its output in the command log under

@@ -5,8 +5,10 @@
 //! The reference installed every listed package on every run and reported them all
 //! as changed, so services that named them always restarted (WEAK-python). Here a
 //! package whose specs are all satisfied according to `pip3 show` (any version for
-//! `name`, exactly the version for `name==version`) is left alone and not reported;
-//! URL specs are always installed.
+//! `name`, the same version for `name==version`) is left alone and not reported;
+//! URL specs are always installed. "The same" follows pip's `==` where it is simple
+//! (PEP 440: case, a leading `v`, zeros padding the release: `1.0.0` is `1.0`); other
+//! spellings are compared as written, so at worst pip is run and finds nothing to do.
 
 use super::{Package, check_package};
 use crate::tool::{self, py_list, tool_error};
@@ -53,7 +55,34 @@ pub(crate) fn satisfied(package: &Package) -> Result<bool, String> {
     }
     let out = tool::query_stdout(&["pip3", "show", &package.name])?;
     let Some(installed) = out.ok().then(|| shown_version(&out.text)).flatten() else { return Ok(false) };
-    Ok(package.versions.iter().all(|v| v.is_empty() || v == installed))
+    Ok(package.versions.iter().all(|v| v.is_empty() || same_version(v, installed)))
+}
+
+/// Whether pip's `==` takes `asked` to be `installed` (see the module comment).
+pub fn same_version(asked: &str, installed: &str) -> bool {
+    release_and_rest(asked) == release_and_rest(installed)
+}
+
+/// The release numbers without trailing zeros, and the rest of the version lowercased.
+fn release_and_rest(version: &str) -> (Vec<u64>, String) {
+    let lower = version.trim().to_ascii_lowercase();
+    let version = lower.strip_prefix('v').unwrap_or(&lower);
+    let mut release = Vec::new();
+    let mut rest = version;
+    loop {
+        let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let Ok(number) = rest[..end].parse::<u64>() else { break };
+        release.push(number);
+        rest = &rest[end..];
+        match rest.strip_prefix('.') {
+            Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => rest = after,
+            _ => break,
+        }
+    }
+    while release.last() == Some(&0) {
+        release.pop();
+    }
+    (release, rest.to_string())
 }
 
 pub fn apply(packages: &[Package]) -> Result<Vec<String>, String> {
@@ -102,5 +131,19 @@ mod tests {
         assert_eq!(show_argv("a"), ["pip3", "show", "a"]);
         assert_eq!(shown_version("Name: a\nVersion: 1.2.3\nSummary: x\n"), Some("1.2.3"));
         assert_eq!(shown_version("WARNING: Package(s) not found: a\n"), None);
+    }
+
+    #[test]
+    fn versions_are_the_same_as_pip_takes_them() {
+        for (asked, installed) in [("1.0", "1.0"), ("1.0.0", "1.0"), ("1", "1.0"), ("V1.0", "1.0"), ("01.2", "1.2")] {
+            assert!(same_version(asked, installed), "{asked} {installed}");
+        }
+        assert!(same_version("2.0.0RC1", "2.0rc1"));
+        for (asked, installed) in [("1.0", "1.0.1"), ("1.1", "1.10"), ("1.0rc1", "1.0"), ("1.0.*", "1.0"), ("", "1.0")]
+        {
+            assert!(!same_version(asked, installed), "{asked} {installed}");
+        }
+        // A spelling left as written: pip would take it as 1.0.post1, so pip is asked.
+        assert!(!same_version("1.0-1", "1.0.post1"));
     }
 }

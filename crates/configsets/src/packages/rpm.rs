@@ -74,8 +74,7 @@ pub fn parse_query(output: &str) -> Option<(String, String)> {
 /// The installed `VERSION-RELEASE` of `name`, if any.
 pub fn installed_version(name: &str) -> Result<Option<String>, String> {
     tracing::debug!("Querying for version of package {name}");
-    let out = run(&query_installed_argv(name))?;
-    tracing::debug!("RPM stdout: {}", out.text);
+    let out = run_logged(&query_installed_argv(name))?;
     if !out.ok() {
         return Ok(None);
     }
@@ -84,6 +83,15 @@ pub fn installed_version(name: &str) -> Result<Option<String>, String> {
 
 fn run(argv: &[String]) -> Result<tool::Output, String> {
     tool::query_stdout(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// A query whose standard output and standard error are both logged, as the reference
+/// logs them (tests/golden/cfn-init-system/yum).
+fn run_logged(argv: &[String]) -> Result<tool::Output, String> {
+    let (out, stderr) = tool::query_streams(&argv.iter().map(String::as_str).collect::<Vec<_>>())?;
+    tracing::debug!("RPM stdout: {}", out.text);
+    tracing::debug!("RPM stderr: {stderr}");
+    Ok(out)
 }
 
 /// Tokens of one part: maximal runs of ASCII letters or digits.

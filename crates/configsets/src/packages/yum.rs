@@ -99,17 +99,18 @@ pub fn apply(m: &Manager, packages: &[Package]) -> Result<Vec<String>, String> {
             None => upgrade.push(spec),
             Some(requested) => {
                 let installed = installed_version(&package.name)?;
+                // Not installed reads as an empty version in the reference's log lines.
+                let shown = installed.as_deref().unwrap_or("");
                 if compare_versions(Some(requested), installed.as_deref()) == Ordering::Greater {
                     tracing::debug!(
-                        "Requested version {requested} is greater than installed version {}, so we will upgrade",
-                        installed.as_deref().unwrap_or("None")
+                        "Requested version {requested} is greater than installed version {shown}, so we will upgrade"
                     );
                     upgrade.push(spec);
                 } else {
                     tracing::debug!(
-                        "Downgrading to {spec} from installed version {}",
-                        installed.as_deref().unwrap_or("None")
+                        "Requested version {requested} is NOT greater than installed version {shown}, so we will NOT upgrade"
                     );
+                    tracing::debug!("Downgrading to {spec} from installed version {shown}");
                     downgrade.push(spec);
                 }
             }
