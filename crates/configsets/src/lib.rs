@@ -19,6 +19,7 @@ pub mod model;
 pub mod mustache;
 pub mod packages;
 pub mod parent_dir;
+pub mod progress;
 pub mod services;
 pub mod sources;
 pub mod tool;
