@@ -18,6 +18,8 @@ mod manpages;
 mod options;
 mod optparse;
 mod report;
+mod run_record;
+mod run_recorder;
 mod signal;
 
 use std::process::ExitCode;
