@@ -6,7 +6,7 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, manpages};
+use crate::{TOOLS, Tool, completions, manpages, status};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;
@@ -66,6 +66,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                         .help("Only this command's script"),
                 ),
         )
+        .subcommand(status::command())
         .subcommand(
             Command::new("man")
                 .about("Print a manual page, or write them all into a directory")
@@ -123,6 +124,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
             }
         }
         Some(("man", sub)) => man(sub.get_one::<String>("name").map(String::as_str), sub.get_one::<String>("dir")),
+        Some(("status", sub)) => status::run(sub),
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
         Some((name, _)) => match TOOLS.iter().find(|t| t.name == name) {
             Some(tool) => (tool.main)(tool.name, tool_args(tool, argv)),

@@ -21,6 +21,7 @@ mod report;
 mod run_record;
 mod run_recorder;
 mod signal;
+mod status;
 
 use std::process::ExitCode;
 
