@@ -66,7 +66,6 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                         .help("Only this command's script"),
                 ),
         )
-        .subcommand(status::command())
         .subcommand(
             Command::new("man")
                 .about("Print a manual page, or write them all into a directory")
@@ -87,6 +86,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                         .help("Write every page into DIR"),
                 ),
         )
+        .subcommand(status::command())
 }
 
 /// A tool's subcommand for parsing: everything after it is the tool's, `--help` included.

@@ -27,15 +27,15 @@ pub fn command() -> Command {
             "Show what cfn-init's last run did (from its records in /var/lib/cfn-init/runs) and\n\
              what cfn-hup did lately (/var/lib/cfn-hup/data/activity.json).\n\n\
              Exit status: 0 cfn-init's last run succeeded; 1 it failed, or was interrupted (its\n\
-             process ended without finishing its record); 2 it is running, never ran, or --wait\n\
-             timed out; other than 0-2, a usage error (2 too, from the option parser).",
+             process ended without recording an outcome); 2 it is running, never ran, or --wait\n\
+             timed out, or the command line is wrong.",
         )
         .arg(
             Arg::new("long")
                 .long("long")
                 .short('l')
                 .action(ArgAction::SetTrue)
-                .help("Everything: each config and section with how long it took, the failed command's output, earlier runs, cfn-hup's hook runs"),
+                .help("Also each config and section with how long it took, the failed command's output, earlier runs and cfn-hup's hook runs"),
         )
         .arg(
             Arg::new("format")
