@@ -144,11 +144,11 @@ impl Recorder {
     /// The run starts: its record is written (running), older ones beyond the history
     /// removed.
     pub fn start(&self, source: Source, configsets: Vec<String>) {
-        let dir = run_record::runs_dir();
+        let record = RunRecord::starting(source, configsets);
         let now = Instant::now();
         let active = Active {
-            dir,
-            record: RunRecord::starting(source, configsets),
+            dir: run_record::runs_dir(),
+            record,
             started: now,
             config_started: now,
             section_started: now,
