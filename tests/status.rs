@@ -56,16 +56,24 @@ impl Host {
         names
     }
 
-    /// A command that waits until the file `name` in the sandbox exists.
+    /// A config `prepare` that takes over a second (so that the next config's start is
+    /// recorded), then a config `wait` whose command waits until the file `name` in the
+    /// sandbox exists.
     fn gate(&self, name: &str) -> (PathBuf, Value) {
         let gate = self.sandbox.path(name);
         let command = format!("echo waiting; while [ ! -e {} ]; do sleep 0.02; done", gate.display());
-        (gate, json!({"config": {"commands": {"wait": {"command": command}}}}))
+        let init = json!({
+            "configSets": {"default": ["prepare", "wait"]},
+            "prepare": {"commands": {"slow": {"command": "sleep 1.2"}}},
+            "wait": {"commands": {"wait": {"command": command}}}
+        });
+        (gate, init)
     }
 
+    /// Until the record says the run is in config `wait`.
     fn wait_running(&self) {
-        wait_until(Duration::from_secs(20), "cfn-init's record says running", || {
-            self.status(&[]).stdout.starts_with("status: running\n")
+        wait_until(Duration::from_secs(20), "cfn-init's record says running in config wait", || {
+            self.status(&[]).stdout.contains("now in: config wait (configSet default)\n")
         });
     }
 }
@@ -211,7 +219,7 @@ fn a_running_cfn_init_is_running_and_wait_returns_when_it_ends_or_times_out() {
     host.wait_running();
     let run = host.status(&[]);
     run.code(2).stdout_has("cfn-init: running since ").stdout_has(&format!("(pid {})", child.id()));
-    run.stdout_has("now in: config config (configSet default)\n");
+    run.stdout_has("status: running\n");
     assert_eq!(host.json()["status"], "running");
 
     let timed_out = host.status(&["--wait=1"]);
@@ -239,7 +247,7 @@ fn a_cfn_init_killed_mid_run_is_interrupted() {
     child.kill().unwrap();
     child.wait().unwrap();
     let run = host.status(&[]);
-    run.code(1).stdout_has("status: interrupted\n").stdout_has("last in: config config (configSet default)\n");
+    run.code(1).stdout_has("status: interrupted\n").stdout_has("last in: config wait (configSet default)\n");
     let started = Instant::now();
     host.status(&["--wait"]).code(1);
     assert!(started.elapsed() < Duration::from_secs(5), "nothing to wait for");

@@ -1,7 +1,8 @@
 //! cfn-init's run records: one JSON file per run in `/var/lib/cfn-init/runs/`, readable
 //! by root only (the error and the output tail of a failed command may hold secrets, as
 //! the logs may). A run writes its record when it starts (running, with its process),
-//! when each config starts, and when it ends; each write replaces the whole file
+//! when a config starts a second or more after the last write (where a long run is),
+//! and when it ends; each write replaces the whole file
 //! durably (`cfn_host::durable`), so a reader or a power loss never finds half of one.
 //!
 //! One file per run rather than one file of history: runs may overlap (cfn-hup's

@@ -15,6 +15,12 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
+/// How long after the record was last written a config's start writes it again. Each
+/// write is synced (tens of milliseconds on a busy disk): a run of quick configs writes
+/// its record twice, when it starts and when it ends, while a long one also records
+/// where it is, which says where a run killed by a reboot or SIGKILL stopped.
+const SAVE_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The record of this run, once it has started.
 #[derive(Clone, Default)]
 pub struct Recorder(Arc<Mutex<Option<Active>>>);
@@ -25,6 +31,7 @@ struct Active {
     started: Instant,
     config_started: Instant,
     section_started: Instant,
+    last_saved: Instant,
     /// The output of the command running or last run in the current section.
     output_tail: VecDeque<String>,
     /// The last ERROR line of the main log.
@@ -32,7 +39,8 @@ struct Active {
 }
 
 impl Active {
-    fn save(&self) {
+    fn save(&mut self) {
+        self.last_saved = Instant::now();
         if let Err(e) = run_record::write(&self.dir, &self.record) {
             // Not an error of the run: DEBUG detail, so the log of a run with a full
             // disk reads as it always did.
@@ -68,8 +76,9 @@ impl Active {
                 });
                 self.config_started = now;
                 self.output_tail.clear();
-                // Where a run killed meanwhile was is on disk.
-                self.save();
+                if self.last_saved.elapsed() >= SAVE_PROGRESS_AFTER {
+                    self.save();
+                }
             }
             Some(progress::SECTION_STARTED) => {
                 self.end_section(Outcome::Ok);
@@ -146,12 +155,13 @@ impl Recorder {
     pub fn start(&self, source: Source, configsets: Vec<String>) {
         let record = RunRecord::starting(source, configsets);
         let now = Instant::now();
-        let active = Active {
+        let mut active = Active {
             dir: run_record::runs_dir(),
             record,
             started: now,
             config_started: now,
             section_started: now,
+            last_saved: now,
             output_tail: VecDeque::new(),
             last_error: None,
         };
