@@ -273,3 +273,34 @@ fn only_the_last_ten_runs_are_kept() {
     assert_eq!(history.len(), 10);
     assert!(history.windows(2).all(|w| w[0]["started"].as_str() > w[1]["started"].as_str()), "newest first");
 }
+
+#[test]
+fn the_source_is_recorded_for_stdin_and_for_a_stack_resource() {
+    let host = Host::new();
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {}}}).to_string();
+    host.sandbox.cmd("cfn-init").arg("-").stdin(metadata.as_bytes()).run().code(0);
+    assert_eq!(host.json()["cfn_init"]["source"], json!({"kind": "stdin"}));
+    host.status(&[]).code(0).stdout_has(", from stdin, configSets default, exit 0\n");
+
+    let emulator = Emulator::shared();
+    let stack = emulator
+        .create_stack(&unique("status"), &instance_template(&json!({"AWS::CloudFormation::Init": {"one": {}}})));
+    host.sandbox
+        .cmd("cfn-init")
+        .args(["-s", &stack, "-r", "Instance", "--region", "us-east-1", "-c", "one"])
+        .with_keys(&emulator)
+        .run()
+        .code(1);
+    let json = host.json();
+    let record = &json["cfn_init"];
+    assert_eq!(
+        record["source"],
+        json!({"kind": "stack", "stack": stack, "resource": "Instance", "region": "us-east-1", "url": emulator.url})
+    );
+    assert_eq!(record["configsets"], json!(["one"]));
+    assert_eq!(record["failure"]["error"], "Error: no ConfigSet named one exists");
+    host.status(&[]).code(1).stdout_has(&format!(
+        ", from stack {stack}, resource Instance, region us-east-1 via {}, configSets one, exit 1\n",
+        emulator.url
+    ));
+}

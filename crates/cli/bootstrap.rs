@@ -41,11 +41,17 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
         .disable_help_subcommand(true)
         .arg(Arg::new("list").long("list").action(ArgAction::SetTrue).help("List the tools, one per line"))
         .subcommands(tools)
-        .subcommand(Command::new("help").about("Print this help, or the help of a tool or subcommand").arg(
-            Arg::new("command").value_name("COMMAND").value_parser(
-                TOOLS.iter().flat_map(|t| [t.name, t.short_name()]).chain(["completions", "man"]).collect::<Vec<_>>(),
+        .subcommand(
+            Command::new("help").about("Print this help, or the help of a tool or subcommand").arg(
+                Arg::new("command").value_name("COMMAND").value_parser(
+                    TOOLS
+                        .iter()
+                        .flat_map(|t| [t.name, t.short_name()])
+                        .chain(["completions", "man", "status"])
+                        .collect::<Vec<_>>(),
+                ),
             ),
-        ))
+        )
         .subcommand(
             Command::new("completions")
                 .about("Print a shell completion script for cfn-bootstrap and the tools")
