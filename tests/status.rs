@@ -97,6 +97,13 @@ fn never_ran_is_exit_2() {
     assert!(started.elapsed() < Duration::from_secs(5));
     host.status(&["--wait=soon"]).code(2).stdout_is("").stderr_has("invalid value 'soon'");
     host.status(&["--format", "xml"]).code(2).stderr_has("invalid value 'xml'");
+    // Records that cannot be read are not "never ran".
+    std::fs::create_dir_all(host.sandbox.path("lib/cfn-init")).unwrap();
+    std::fs::write(host.runs_dir(), "").unwrap();
+    host.status(&[])
+        .code(1)
+        .stdout_is("")
+        .stderr_is(&format!("cfn-bootstrap status: cannot read {}: Not a directory\n", host.runs_dir().display()));
 }
 
 #[test]

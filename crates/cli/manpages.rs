@@ -100,7 +100,11 @@ fn extra(name: &str) -> Extra {
             description: "",
             exit: &[
                 ("0", "cfn-init's last run succeeded."),
-                ("1", "It failed, or was interrupted: its process ended without recording an outcome."),
+                (
+                    "1",
+                    "It failed, or was interrupted: its process ended without recording an outcome; or its records \
+                     cannot be read (the message is on standard error).",
+                ),
                 ("2", "It is running, never ran, or --wait timed out; or the command line could not be parsed."),
             ],
             files: &[

@@ -141,13 +141,17 @@ pub fn write(dir: &Path, record: &RunRecord) -> std::io::Result<()> {
     cfn_host::durable::replace(&dir.join(record.file_name()), &text, 0o600)
 }
 
-/// The names of the records in `dir`, newest first.
-fn names(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+/// The names of the records in `dir`, newest first; none when there is no `dir`.
+fn names(dir: &Path) -> std::io::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
     let mut names: Vec<String> =
         entries.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| is_record_name(n)).collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
-    names
+    Ok(names)
 }
 
 /// `<8 digits>T<12 digits>Z-<pid>.json`, as [`RunRecord::file_name`] makes them: not
@@ -162,18 +166,19 @@ fn is_record_name(name: &str) -> bool {
 /// Removes all but the `keep` newest records; errors are ignored (a record too many
 /// only takes room).
 pub fn prune(dir: &Path, keep: usize) {
-    for name in names(dir).into_iter().skip(keep) {
+    for name in names(dir).unwrap_or_default().into_iter().skip(keep) {
         let _ = std::fs::remove_file(dir.join(name));
     }
 }
 
-/// The records in `dir`, newest first; files that are not records are left out.
-pub fn history(dir: &Path) -> Vec<RunRecord> {
-    names(dir)
+/// The records in `dir`, newest first; files that are not records are left out. An
+/// error is a directory that cannot be read (not root, say): not the same as no run.
+pub fn history(dir: &Path) -> std::io::Result<Vec<RunRecord>> {
+    Ok(names(dir)?
         .into_iter()
         .filter_map(|name| std::fs::read(dir.join(name)).ok())
         .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]
@@ -203,11 +208,13 @@ mod tests {
         std::fs::write(runs.join(".x.json.1.0.cfn-tmp"), "half").unwrap();
         std::fs::write(runs.join("zzz.json"), "not a record").unwrap();
         std::fs::write(runs.join("20261203T000000000000Z-1.json"), "not JSON").unwrap();
-        let listed = history(&runs);
+        let listed = history(&runs).unwrap();
         assert_eq!(listed, vec![records[2].clone(), records[0].clone(), records[1].clone()]);
         prune(&runs, 3);
         // The unreadable record counts as the newest; the oldest went, the foreign file stays.
-        assert_eq!(history(&runs), vec![records[2].clone(), records[0].clone()]);
+        assert_eq!(history(&runs).unwrap(), vec![records[2].clone(), records[0].clone()]);
+        assert_eq!(history(&dir.path().join("none")).unwrap(), vec![]);
+        assert!(history(&runs.join("zzz.json")).is_err(), "not a directory");
         assert!(runs.join("zzz.json").exists() && runs.join(".x.json.1.0.cfn-tmp").exists());
     }
 

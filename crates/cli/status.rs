@@ -5,8 +5,9 @@
 //! waits for a running cfn-init to end.
 //!
 //! The exit code is cfn-init's: 0 its last run succeeded, 1 it failed or was
-//! interrupted (its record says running but its process is gone), 2 it is running or
-//! never ran (and `--wait` that timed out). cfn-hup's activity is shown, never judged.
+//! interrupted (its record says running but its process is gone), or its records
+//! cannot be read; 2 it is running or never ran (and `--wait` that timed out).
+//! cfn-hup's activity is shown, never judged.
 
 use crate::run_record::{self, Outcome, RunRecord, Source};
 use cfn_hooks::activity::{self, Activity};
@@ -27,8 +28,8 @@ pub fn command() -> Command {
             "Show what cfn-init's last run did (from its records in /var/lib/cfn-init/runs) and\n\
              what cfn-hup did lately (/var/lib/cfn-hup/data/activity.json).\n\n\
              Exit status: 0 cfn-init's last run succeeded; 1 it failed, or was interrupted (its\n\
-             process ended without recording an outcome); 2 it is running, never ran, or --wait\n\
-             timed out, or the command line is wrong.",
+             process ended without recording an outcome), or its records cannot be read; 2 it is\n\
+             running, never ran, or --wait timed out, or the command line is wrong.",
         )
         .arg(
             Arg::new("long")
@@ -98,12 +99,24 @@ impl State {
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let runs_dir = run_record::runs_dir();
-    let mut history = run_record::history(&runs_dir);
+    let read = || {
+        run_record::history(&runs_dir).map_err(|e| {
+            eprintln!("cfn-bootstrap status: cannot read {}: {}", runs_dir.display(), cfn_python::strerror(&e));
+            ExitCode::FAILURE
+        })
+    };
+    let mut history = match read() {
+        Ok(history) => history,
+        Err(code) => return code,
+    };
     if matches.value_source("wait").is_some() {
         let deadline = matches.get_one::<u64>("wait").map(|s| Instant::now() + Duration::from_secs(*s));
         while State::of(history.first()) == State::Running && deadline.is_none_or(|d| Instant::now() < d) {
             std::thread::sleep(POLL);
-            history = run_record::history(&runs_dir);
+            history = match read() {
+                Ok(history) => history,
+                Err(code) => return code,
+            };
         }
     }
     let state = State::of(history.first());
