@@ -168,7 +168,9 @@ fn a_successful_run_is_recorded_privately_with_each_config_and_section() {
 #[test]
 fn a_failed_run_shows_the_command_its_error_and_the_end_of_its_output() {
     let host = Host::new();
-    let output = "for i in $(seq 1 30); do echo line $i; done; echo see https://user:pw@example.com/x; exit 3";
+    // The last line is cut at 400 characters, inside its URL's password.
+    let output = "for i in $(seq 1 30); do echo line $i; done; echo see https://user:pw@example.com/x; \
+                  printf '%0380d https://user:secretpw@example.com/x\\n' 0; exit 3";
     let init = json!({
         "configSets": {"default": ["first", "second"]},
         "first": {"commands": {"ok": {"command": "echo fine"}}},
@@ -188,10 +190,11 @@ fn a_failed_run_shows_the_command_its_error_and_the_end_of_its_output() {
     let long = host.status(&["--long"]);
     long.code(1).stdout_has("output of the failed command (last 20 lines):\n");
     // The last lines, the URL's credentials redacted as in the logs (SEC-02).
-    long.stdout_has("    | line 12\n")
+    long.stdout_has("    | line 13\n")
         .stdout_has("    | line 30\n")
         .stdout_has("    | see https://REDACTED@example.com/x\n");
-    assert!(!long.stdout.contains("| line 11\n") && !long.stdout.contains("pw@"), "{long}");
+    assert!(!long.stdout.contains("| line 12\n") && !long.stdout.contains("pw@"), "{long}");
+    assert!(!long.stdout.contains("secret"), "{long}");
     long.stdout_has("earlier runs:\n");
 
     let json = host.json();
@@ -204,7 +207,8 @@ fn a_failed_run_shows_the_command_its_error_and_the_end_of_its_output() {
     assert_eq!(failure["error"], "Command 02_fails failed");
     let tail = failure["output_tail"].as_array().unwrap();
     assert_eq!(tail.len(), 20);
-    assert_eq!(tail.last().unwrap(), "see https://REDACTED@example.com/x");
+    assert_eq!(tail[18], "see https://REDACTED@example.com/x");
+    assert_eq!(tail[19], format!("{} https://REDACTED@ex", "0".repeat(380)));
     assert_eq!(json["cfn_init"]["configs"][0]["sections"][0]["outcome"], "failed");
     assert_eq!(json["history"].as_array().unwrap().len(), 2);
     assert_eq!(json["history"][1]["failure"]["section"], "files");

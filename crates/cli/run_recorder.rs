@@ -113,9 +113,10 @@ impl Active {
             if self.output_tail.len() == run_record::OUTPUT_TAIL_LINES {
                 self.output_tail.pop_front();
             }
-            let kept: String = line.chars().take(run_record::OUTPUT_LINE_CHARS).collect();
-            // The same redaction as the logs' (SEC-02).
-            self.output_tail.push_back(cfn_aws::http::redact_urls_in(&kept));
+            // The same redaction as the logs' (SEC-02), before the line is cut: a URL cut
+            // short could hide the password it still shows.
+            let redacted = cfn_aws::http::redact_urls_in(line);
+            self.output_tail.push_back(redacted.chars().take(run_record::OUTPUT_LINE_CHARS).collect());
         }
     }
 
