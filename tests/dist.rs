@@ -76,7 +76,8 @@ fn show(what: &str, output: &Output) -> String {
 }
 
 /// The manual pages every package installs (`cfn-bootstrap man --dir`).
-const PAGES: &[&str] = &["cfn-bootstrap", "cfn-bootstrap-completions", "cfn-bootstrap-help", "cfn-bootstrap-man"];
+const PAGES: &[&str] =
+    &["cfn-bootstrap", "cfn-bootstrap-completions", "cfn-bootstrap-help", "cfn-bootstrap-man", "cfn-bootstrap-status"];
 
 /// `cfn-bootstrap` and the tools: each has a page and a completion script per shell.
 fn commands() -> impl Iterator<Item = &'static str> {
