@@ -3,13 +3,14 @@
 //! last [`HOOK_RUNS`] hook actions (which hook, when, exit code, how long). cfn-bootstrap's
 //! own file; the reference has none.
 //!
-//! Written once per pass, by the pass's own thread after the pass (the service's
-//! thread never waits for it), replaced whole and durably like the other state files,
-//! readable by root only (an error may name a resource or a path).
+//! Written once per pass, by the pass's own thread after the pass, and after each
+//! command hook's action by the listener's round; replaced whole and durably like the
+//! other state files, readable by root only (an error may name a resource or a path).
 
 use crate::runner::PassReport;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The hook actions kept, newest last.
@@ -97,22 +98,51 @@ impl Activity {
             self.last_error = Some(ErrorSeen { time, message: message.clone() });
         }
         self.hook_runs.extend(report.hook_runs.iter().cloned());
+        self.keep_bounded();
+    }
+
+    fn keep_bounded(&mut self) {
         let excess = self.hook_runs.len().saturating_sub(HOOK_RUNS);
         self.hook_runs.drain(..excess);
     }
 }
 
 /// Adds a pass's report to the file at `path` (its directory made 0700 when missing).
-/// A failure is logged at DEBUG: the record is an aid, and the pass went as it went.
 pub fn record(path: &Path, report: &PassReport) {
+    update(path, |activity| activity.add(report));
+}
+
+/// Adds the run of a command hook's action (the command listener's rounds run beside
+/// the passes).
+pub fn record_hook_run(path: &Path, run: HookRun) {
+    update(path, |activity| {
+        let failed = match (run.exit_code, &run.error) {
+            (Some(0), _) => None,
+            (Some(code), _) => Some(format!("Action for {} exited with {code}", run.hook)),
+            (None, error) => Some(format!("Action for {} {}", run.hook, error.as_deref().unwrap_or("did not run"))),
+        };
+        if let Some(message) = failed {
+            activity.last_error = Some(ErrorSeen { time: now(), message });
+        }
+        activity.hook_runs.push(run);
+        activity.keep_bounded();
+    });
+}
+
+/// Reads, changes and writes the file, one writer of this process at a time (the pass
+/// and the listener's round run on threads of their own). A failure is logged at DEBUG:
+/// the record is an aid, and the pass went as it went.
+fn update(path: &Path, change: impl FnOnce(&mut Activity)) {
+    static WRITER: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let mut activity = load(path).unwrap_or_default();
-    activity.add(report);
+    change(&mut activity);
     let written = create_dir(path).map_err(|e| e.to_string()).and_then(|()| {
         let text = serde_json::to_vec_pretty(&activity).map_err(|e| e.to_string())?;
         cfn_host::durable::replace(path, &text, 0o600).map_err(|e| e.to_string())
     });
     if let Err(e) = written {
-        tracing::debug!("Could not record the pass in {}: {e}", path.display());
+        tracing::debug!("Could not record cfn-hup's activity in {}: {e}", path.display());
     }
 }
 
@@ -163,5 +193,13 @@ mod tests {
         assert_eq!(activity.hook_runs.len(), HOOK_RUNS);
         assert_eq!(activity.hook_runs.last().unwrap().hook, format!("h{}", HOOK_RUNS - 1));
         assert_eq!(activity.hook_runs.last().unwrap().error.as_deref(), Some("no user"));
+
+        // A command hook's run: added, and its failure is the last error.
+        record_hook_run(&path, run("command", Ok(2)));
+        let activity = load(&path).unwrap();
+        assert_eq!(activity.hook_runs.len(), HOOK_RUNS);
+        assert_eq!(activity.hook_runs.last().unwrap().exit_code, Some(2));
+        assert_eq!(activity.last_error.as_ref().unwrap().message, "Action for command exited with 2");
+        assert_eq!(activity.last_pass.as_ref().unwrap().outcome, "ok", "not a pass");
     }
 }
