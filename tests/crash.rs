@@ -800,6 +800,17 @@ impl HupSetUp {
         {
             tally.violation(format!("{} does not parse as a list", started.display()));
         }
+        // The records `cfn-bootstrap status` reads (cfn-hup's activity, the runs of the
+        // cfn-init its hook runs): whole, whenever either was killed.
+        let runs = self.sandbox.path("lib/cfn-init/runs");
+        let records = names_in(&runs).into_iter().filter(|n| n.ends_with(".json")).map(|n| runs.join(n));
+        for path in records.chain([self.sandbox.path("lib/cfn-hup/data/activity.json")]) {
+            if let Ok(bytes) = std::fs::read(&path)
+                && !matches!(serde_json::from_slice::<Value>(&bytes), Ok(Value::Object(_)))
+            {
+                tally.violation(format!("{} does not parse as an object", path.display()));
+            }
+        }
         self.state_files().map(|path| {
             let bytes = std::fs::read(&path).ok()?;
             // cfn-hup makes metadata_db.json empty at start, as the reference does: no state.

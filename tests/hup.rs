@@ -310,6 +310,65 @@ fn a_failing_action_is_retried_next_pass_and_then_recorded() {
     assert_eq!(db["flaky|Resources.Instance.Metadata.app.port"], json!(80));
 }
 
+/// cfn-hup's activity record (issue 14, item 4): each pass, the last error and each hook
+/// run (its exit code and time), in `data/activity.json` (0600), as `cfn-bootstrap
+/// status` shows them — from `--no-daemon` and from the service's passes.
+#[test]
+fn passes_errors_and_hook_runs_are_recorded_for_status() {
+    use std::os::unix::fs::PermissionsExt;
+    let hup = Hup::new(&json!({"app": {"port": 80}}));
+    let gate = hup.sandbox.path("gate");
+    hup.hooks(&format!(
+        "[flaky]\ntriggers=post.add,post.update\npath=Resources.Instance.Metadata.app.port\naction=test -e {} || exit 3; {}\n",
+        gate.display(),
+        hup.recorder("flaky")
+    ));
+    let status = || hup.sandbox.cmd_via(binary(), "cfn-bootstrap").arg("status");
+    let activity = || -> Value {
+        let run = status().args(["--format", "json"]).run();
+        let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{run}"));
+        json["cfn_hup"].clone()
+    };
+    hup.once();
+    std::fs::write(&gate, "").unwrap();
+    hup.once();
+    let path = hup.sandbox.path("lib/cfn-hup/data/activity.json");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let recorded = activity();
+    assert_eq!(recorded, serde_json::from_str::<Value>(&read(&path)).unwrap());
+    assert_eq!(recorded["last_pass"]["outcome"], "ok", "{recorded:#}");
+    assert_eq!(recorded["last_pass"]["actions_run"], 1);
+    assert_eq!(recorded["last_error"]["message"], "Action for flaky exited with 3");
+    let runs = recorded["hook_runs"].as_array().unwrap();
+    let exits: Vec<(&str, i64)> =
+        runs.iter().map(|r| (r["hook"].as_str().unwrap(), r["exit_code"].as_i64().unwrap())).collect();
+    assert_eq!(exits, [("flaky", 3), ("flaky", 0)]);
+    assert!(runs.iter().all(|r| r["seconds"].as_f64().is_some_and(|s| (0.0..10.0).contains(&s))), "{runs:?}");
+    assert!(runs[0]["started"].as_str() < runs[1]["started"].as_str());
+
+    // cfn-init never ran here: status says so (exit 2) and shows cfn-hup's activity.
+    let run = status().run();
+    run.code(2)
+        .stdout_has("status: not run\n")
+        .stdout_has("cfn-hup: last pass ")
+        .stdout_has(": ok (1 action(s) run, 0 failed)\n");
+    run.stdout_has(": Action for flaky exited with 3\n");
+    let long = status().arg("--long").run();
+    long.stdout_has("cfn-hup hook runs (newest last):\n").stdout_has(" flaky: exit 3\n").stdout_has(" flaky: exit 0\n");
+
+    // The service's passes record too.
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "0.2", &[]);
+    hup.update(&json!({"app": {"port": 81}}));
+    wait_until(Duration::from_secs(20), "the service's hook run recorded", || {
+        activity()["hook_runs"].as_array().is_some_and(|runs| runs.len() == 3)
+    });
+    signal(pid, libc::SIGTERM);
+    assert!(reaper.wait_child(pid, Duration::from_secs(10)).is_some_and(|s| s.success()));
+    assert_eq!(activity()["hook_runs"][2]["exit_code"], 0);
+    assert_eq!(hup.marks().len(), 2, "{:?}", hup.marks());
+}
+
 /// post.add and post.remove on nested paths; every path kind and its variable
 /// (HUP-DET-01, HUP-ACT-01, HUP-PATH-01); falsy values count as values (BUG-FALSY fixed).
 #[test]

@@ -350,6 +350,16 @@ fn failures_and_long_output_follow_the_1024_character_rules() {
         ]
     );
     assert_eq!(setup.queue_counts(), (0, 0), "a failed action still completes the command");
+    // cfn-hup's activity record (`cfn-bootstrap status`) has both runs, and the failure.
+    let activity: Value = serde_json::from_str(&read(&setup.sandbox.path("lib/cfn-hup/data/activity.json"))).unwrap();
+    let exits: Vec<(&str, i64)> = activity["hook_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["hook"].as_str().unwrap(), r["exit_code"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(exits, [("h", 3), ("h", 0)]);
+    assert_eq!(activity["last_error"]["message"], "Action for h exited with 3");
 }
 
 #[test]

@@ -189,6 +189,10 @@ fn reference_stack(name: &str) -> String {
 
 /// `path type mode [size]` of everything under `dir`, as the recording lists /var/lib
 /// (a directory's size depends on the file system and is left out).
+/// cfn-bootstrap's own records for `cfn-bootstrap status` (tested in `status.rs` and
+/// `hup.rs`), which the reference does not write: left out of the comparison.
+const OWN_RECORDS: &[&str] = &["./cfn-init/runs", "./cfn-hup/data/activity.json"];
+
 fn state_listing(dir: &std::path::Path) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = Vec::new();
@@ -197,6 +201,9 @@ fn state_listing(dir: &std::path::Path) -> Vec<String> {
         for entry in std::fs::read_dir(&current).unwrap().flatten() {
             let meta = entry.metadata().unwrap();
             let rel = format!("./{}", entry.path().strip_prefix(dir).unwrap().display());
+            if OWN_RECORDS.contains(&rel.as_str()) {
+                continue;
+            }
             let mode = meta.permissions().mode() & 0o7777;
             if meta.is_dir() {
                 out.push(format!("{rel} directory {mode:o}"));

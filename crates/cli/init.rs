@@ -3,6 +3,8 @@
 //! requested configSets of its `AWS::CloudFormation::Init`.
 
 use crate::optparse::{Opt, Parsed, Parser};
+use crate::run_record::Source;
+use crate::run_recorder::Recorder;
 use crate::{logging, options, report};
 use cfn_aws::auth::Authentication;
 use cfn_aws::download::Downloader;
@@ -51,7 +53,8 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
-    logging::init("cfn-init.log", report::level(parsed.flag("verbose")));
+    let recorder = Recorder::default();
+    logging::init_with("cfn-init.log", report::level(parsed.flag("verbose")), recorder.layer());
     // First, before anything can fail, as the reference's work log does (STATE-01).
     let state_dir = create_state_dir();
 
@@ -60,19 +63,36 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Err(message) => return report::usage_failure(&parser, message),
     };
     let api = options::api_options(&parsed);
+    let requested = cfn_configsets::configsets::requested(parsed.text("configsets").as_deref());
+    if state_dir.is_some() {
+        recorder.start(recorded_source(&source, &api), requested.clone());
+    }
+    let code = run(&source, &api, &requested, state_dir, &recorder);
+    recorder.finish(if code == ExitCode::SUCCESS { 0 } else { 1 });
+    code
+}
+
+/// The run, once its metadata source is known.
+fn run(
+    source: &MetadataSource,
+    api: &cfn_aws::ApiOptions,
+    requested: &[String],
+    state_dir: Option<PathBuf>,
+    recorder: &Recorder,
+) -> ExitCode {
     let imds = Arc::new(Imds::from_env());
-    let metadata = match read_metadata(&source, &api, &imds) {
+    let metadata = match read_metadata(source, api, &imds) {
         Ok(metadata) => metadata,
         Err(code) => return code,
     };
     if let Some((data, text)) = state_dir.and_then(|state| store_metadata(&state, &metadata)) {
-        record_origin(&source, &api.region, &data, &text);
+        record_origin(source, &api.region, &data, &text);
     }
 
     let init = match metadata.get(INIT_KEY) {
         Some(init) if cfn_python::truth::is_truthy(init) => init,
         _ => {
-            let place = match &source {
+            let place = match source {
                 MetadataSource::Stack { logical_id, .. } => format!("metadata for {logical_id}"),
                 MetadataSource::File(path) => path.display().to_string(),
                 MetadataSource::Stdin => "stdin input".to_string(),
@@ -81,13 +101,12 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let requested = cfn_configsets::configsets::requested(parsed.text("configsets").as_deref());
-    let downloads = match DownloadFetch::new(&api, imds, &metadata) {
+    let downloads = match DownloadFetch::new(api, imds, &metadata) {
         Ok(downloads) => downloads,
         Err(code) => return code,
     };
     let result = match init.as_object() {
-        Some(init) => cfn_configsets::build(init, &requested, &Environment { fetch: &downloads }),
+        Some(init) => cfn_configsets::build(init, requested, &Environment { fetch: &downloads }),
         None => {
             Err(BuildError::new(format!("{INIT_KEY} must be an object, not {}", cfn_configsets::model::kind(init))))
         }
@@ -95,11 +114,29 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            recorder.build_failed(&e.message);
             // The error may quote a tool's output or a location with a password or a
             // signature in it; the log has it redacted, and so has the terminal (SEC-02).
             eprintln!("Error occurred during build: {}", cfn_aws::http::redact_urls_in(&e.to_string()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The source as the run record names it (the endpoint URL redacted: it may carry
+/// credentials).
+fn recorded_source(source: &MetadataSource, api: &cfn_aws::ApiOptions) -> Source {
+    match source {
+        MetadataSource::File(path) => {
+            Source::File { path: std::path::absolute(path).unwrap_or_else(|_| path.clone()).display().to_string() }
+        }
+        MetadataSource::Stdin => Source::Stdin,
+        MetadataSource::Stack { stack, logical_id } => Source::Stack {
+            stack: stack.clone(),
+            resource: logical_id.clone(),
+            region: api.region.clone(),
+            url: api.url.as_deref().map(cfn_aws::http::redact_urls_in),
+        },
     }
 }
 

@@ -169,7 +169,7 @@ fn emit<W: WriteLine>(sink: &Mutex<Sink<W>>, with_pid: bool, level: &Level, even
     }
 }
 
-struct FileLayer {
+pub struct FileLayer {
     level: Level,
     main: Mutex<Sink<MainSink>>,
     cmd: Option<Mutex<Sink<RotatingFile>>>,
@@ -217,6 +217,14 @@ pub fn demote(prefix: &'static str) {
 /// Opens the logs of a tool and installs them as the process's `tracing` subscriber.
 /// `main_name` is `cfn-init.log` or `cfn-hup.log`.
 pub fn init(main_name: &str, level: Level) {
+    init_with(main_name, level, tracing_subscriber::layer::Identity::new());
+}
+
+/// [`init`], with `extra` also told every event (cfn-init's run record).
+pub fn init_with<L>(main_name: &str, level: Level, extra: L)
+where
+    L: Layer<tracing_subscriber::layer::Layered<FileLayer, tracing_subscriber::Registry>> + Send + Sync + 'static,
+{
     let dir = paths::log_dir();
     let main_path = dir.join(main_name);
     let (main, side_logs) = match RotatingFile::open(&main_path) {
@@ -228,7 +236,7 @@ pub fn init(main_name: &str, level: Level) {
     };
     let side = |name: &str| side_logs.then(|| RotatingFile::open(&dir.join(name)).ok().map(Sink::new)).flatten();
     let layer = FileLayer { level, main: Sink::new(main), cmd: side("cfn-init-cmd.log"), wire: side("cfn-wire.log") };
-    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer).with(extra));
 }
 
 fn level_name(level: &Level) -> &'static str {
@@ -304,6 +312,8 @@ impl<S: Subscriber> Layer<S> for FileLayer {
                     emit(cmd, true, &event_level, event);
                 }
             }
+            // The engine's progress, for the run record only.
+            cfn_configsets::progress::TARGET => {}
             target if target == WIRE_TARGET || is_transport_target(target) => {
                 if let Some(wire) = &self.wire {
                     emit(wire, false, &event_level, event);

@@ -20,7 +20,10 @@ mod optparse;
 mod plan;
 mod render;
 mod report;
+mod run_record;
+mod run_recorder;
 mod signal;
+mod status;
 
 use std::process::ExitCode;
 

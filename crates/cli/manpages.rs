@@ -36,6 +36,7 @@ fn extra(name: &str) -> Extra {
                 ("/var/log/cfn-init.log", "what cfn-init did (mode 0600 when created)"),
                 ("/var/log/cfn-init-cmd.log", "each command and package tool run, with its output"),
                 ("/var/lib/cfn-init/data/metadata.json", "the metadata of the last run (mode 0600)"),
+                ("/var/lib/cfn-init/runs", "a record of each of the last 10 runs (cfn-bootstrap status)"),
             ],
         },
         "cfn-signal" => Extra {
@@ -60,6 +61,7 @@ fn extra(name: &str) -> Extra {
                 ("/var/run/cfn-hup.pid", "the daemon's process id, locked while it runs"),
                 ("/var/lib/cfn-hup/data/metadata_db.json", "the last value seen at each hook's path"),
                 ("/var/lib/cfn-hup/data/commands_run.json", "the command messages already run"),
+                ("/var/lib/cfn-hup/data/activity.json", "its last pass, last error and last hook runs"),
             ],
         },
         "cfn-get-metadata" => Extra {
@@ -93,6 +95,22 @@ fn extra(name: &str) -> Extra {
             description: "Sends a command's event to its event handle; meant for a command hook's action.",
             exit: &[("0", "The event was sent."), ("1", "An error; the message is on standard error."), USAGE_ERROR],
             files: &[],
+        },
+        "cfn-bootstrap-status" => Extra {
+            description: "",
+            exit: &[
+                ("0", "cfn-init's last run succeeded."),
+                (
+                    "1",
+                    "It failed, or was interrupted: its process ended without recording an outcome; or its records \
+                     cannot be read (the message is on standard error).",
+                ),
+                ("2", "It is running, never ran, or --wait timed out; or the command line could not be parsed."),
+            ],
+            files: &[
+                ("/var/lib/cfn-init/runs", "cfn-init's records of its last 10 runs, one JSON file each"),
+                ("/var/lib/cfn-hup/data/activity.json", "cfn-hup's last pass, last error and last hook runs"),
+            ],
         },
         "cfn-bootstrap" => Extra {
             description: "With a tool's subcommand (cfn-bootstrap init ...) the exit status is the tool's own \

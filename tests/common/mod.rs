@@ -33,6 +33,7 @@ pub const BOOTSTRAP_PAGES: &[&str] = &[
     "cfn-bootstrap-man",
     "cfn-bootstrap-plan",
     "cfn-bootstrap-render",
+    "cfn-bootstrap-status",
 ];
 
 pub fn binary() -> PathBuf {

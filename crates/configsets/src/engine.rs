@@ -8,6 +8,7 @@ use crate::configsets;
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::{self, ModelError};
+use crate::progress;
 use crate::{commands, files, groups, packages, services, sources, users};
 use serde_json::{Map, Value};
 
@@ -80,8 +81,10 @@ fn run(
             tracing::info!("Running config {config_name}");
             cmd_log(&"+".repeat(60));
             cmd_log(&format!("Config {config_name}"));
-            run_config(config_name, config, env, sync)
-                .map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
+            progress::config_started(set_name, config_name);
+            let outcome = run_config(config_name, config, env, sync);
+            progress::config_ended(config_name, outcome.is_ok());
+            outcome.map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
     }
     Ok(())
@@ -116,35 +119,41 @@ fn run_config(
 ) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
     let present = |section: &str| config.get(section).is_some_and(cfn_python::truth::is_truthy);
+    progress::section_started(name, "packages", present("packages"));
     if present("packages") {
         changes.packages = packages::apply(name, &config["packages"])?;
     } else {
         tracing::debug!("No packages specified");
     }
+    progress::section_started(name, "groups", present("groups"));
     if present("groups") {
         let entries = model::sorted_entries(name, "groups", config.get("groups")).map_err(|e| e.0)?;
         changes.groups = groups::apply(name, &entries)?;
     } else {
         tracing::debug!("No groups specified");
     }
+    progress::section_started(name, "users", present("users"));
     if present("users") {
         let entries = model::sorted_entries(name, "users", config.get("users")).map_err(|e| e.0)?;
         changes.users = users::apply(name, &entries)?;
     } else {
         tracing::debug!("No users specified");
     }
+    progress::section_started(name, "sources", present("sources"));
     if present("sources") {
         let entries = model::sorted_entries(name, "sources", config.get("sources")).map_err(|e| e.0)?;
         changes.sources = sources::apply(name, &entries, env)?;
     } else {
         tracing::debug!("No sources specified");
     }
+    progress::section_started(name, "files", present("files"));
     if present("files") {
         let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
         changes.files = files::apply(name, &entries, env, sync)?;
     } else {
         tracing::debug!("No files specified");
     }
+    progress::section_started(name, "commands", present("commands"));
     if present("commands") {
         let entries = model::sorted_entries(name, "commands", config.get("commands")).map_err(|e| e.0)?;
         changes.commands = commands::apply(name, &entries)?;
@@ -152,6 +161,7 @@ fn run_config(
         tracing::debug!("No commands specified");
     }
     tracing::trace!("changes of config {name}: {changes:?}");
+    progress::section_started(name, "services", present("services"));
     if present("services") {
         services::apply(name, &config["services"], &changes)?;
     } else {

@@ -20,6 +20,7 @@ pub mod mustache;
 pub mod packages;
 pub mod parent_dir;
 pub mod plan;
+pub mod progress;
 pub mod services;
 pub mod sources;
 pub mod tool;

@@ -8,6 +8,7 @@
 //! Libraries never print: errors are typed and progress is reported as `tracing`
 //! events, which the binary writes to `cfn-hup.log`.
 
+pub mod activity;
 pub mod baseline;
 pub mod command_message;
 pub mod command_result;

@@ -12,6 +12,7 @@
 //! The listener credentials are secrets: they reach the action's environment but never
 //! the log (WEAK-secrets, which the reference had).
 
+use crate::activity::{self, HookRun};
 use crate::command_message::{self, Command};
 use crate::commands_run::CommandsRun;
 use crate::config::{CommandHook, MainConfig};
@@ -295,7 +296,14 @@ impl Listener {
                 }
             }
         }
-        let Some((code, stdout, stderr)) = self.run_action(hook, &command, cx.credentials) else {
+        let (started, clock) = (activity::now(), Instant::now());
+        let ran = self.run_action(hook, &command, cx.credentials);
+        let outcome = ran.as_ref().map(|(code, _, _)| *code).ok_or_else(|| "could not be started".to_string());
+        activity::record_hook_run(
+            &activity::default_path(),
+            HookRun::new(&hook.name, started, clock.elapsed(), &outcome),
+        );
+        let Some((code, stdout, stderr)) = ran else {
             return;
         };
         if hook.send_result {

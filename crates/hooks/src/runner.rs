@@ -1,6 +1,7 @@
 //! One processing pass over the update hooks (SPEC §14.5; HUP-DET-02, HUP-DET-03,
 //! HUP-ACT-01, HUP-ACT-02).
 
+use crate::activity::{self, HookRun};
 use crate::baseline::InitBaseline;
 use crate::config::Hook;
 use crate::detect::{self, Decision};
@@ -12,6 +13,7 @@ use cfn_host::CommandLine;
 use cfn_host::process::{self, Environment, InGroup, Invocation};
 use cfn_host::process_groups::ProcessGroups;
 use std::collections::HashMap;
+use std::time::Instant;
 
 /// Where resource descriptions come from (CloudFormation, or a fake in unit tests).
 pub trait Describe {
@@ -34,10 +36,14 @@ pub enum Health {
     Throttled(String),
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct PassReport {
     pub actions_run: usize,
     pub actions_failed: usize,
+    /// The actions run, in order.
+    pub hook_runs: Vec<HookRun>,
+    /// The last error of the pass (a hook's resource not described, an action failed).
+    pub last_error: Option<String>,
     /// The worst thing the service did (`None` when every call succeeded or no call was needed).
     pub trouble: Option<Health>,
 }
@@ -96,6 +102,7 @@ pub fn run_pass(
         let detail = match described {
             Ok(detail) => detail,
             Err(error) => {
+                report.last_error = Some(format!("Exception caught while running hook {}: {error}", hook.name));
                 let trouble = classify(error);
                 if trouble.is_some() && options.quiet_outages {
                     tracing::debug!("Exception caught while running hook {}: {error}", hook.name);
@@ -151,11 +158,18 @@ pub fn run_pass(
         if let Err(e) = db.action_started(&key) {
             tracing::error!("Could not record that the action for {} starts: {e}", hook.name);
         }
-        if run_action(hook, old.as_ref(), new.as_ref(), options.actions) {
+        let (started, clock) = (activity::now(), Instant::now());
+        let ran = run_action(hook, old.as_ref(), new.as_ref(), options.actions);
+        report.hook_runs.push(HookRun::new(&hook.name, started, clock.elapsed(), &ran));
+        if ran == Ok(0) {
             store(db, &key, new.as_ref());
             end_action(db, &key);
         } else {
             report.actions_failed += 1;
+            report.last_error = Some(match ran {
+                Ok(code) => format!("Action for {} exited with {code}", hook.name),
+                Err(why) => format!("Action for {} {why}", hook.name),
+            });
             // An action the stop ended was cut short: it stays recorded as started. One
             // that failed on its own has ended; it runs again only while the value still
             // differs from the one stored (the reference's retry).
@@ -194,13 +208,14 @@ fn store(db: &mut MetadataDb, key: &str, value: Option<&StateValue>) {
 }
 
 /// Runs the action through `/bin/sh -c`, as `runas` when given (switching uid, gid,
-/// groups and HOME directly instead of through `su`). True when it exited 0.
+/// groups and HOME directly instead of through `su`). Its exit code, or why it could
+/// not run (`cannot run: …`, `could not be started: …`).
 fn run_action(
     hook: &Hook,
     old: Option<&StateValue>,
     new: Option<&StateValue>,
     actions: Option<&ProcessGroups>,
-) -> bool {
+) -> Result<i32, String> {
     tracing::info!("Running action for {}", hook.name);
     let user = match &hook.runas {
         None => None,
@@ -211,7 +226,7 @@ fn run_action(
                     "Action for {} cannot run: user {name} does not exist; will retry on next iteration",
                     hook.name
                 );
-                return false;
+                return Err(format!("cannot run: user {name} does not exist"));
             }
         },
     };
@@ -230,16 +245,16 @@ fn run_action(
     match ran {
         Ok(finished) if finished.code == 0 => {
             tracing::debug!("Action for {} output: {}", hook.name, output(finished.text()));
-            true
+            Ok(0)
         }
         Ok(finished) => {
             tracing::warn!("Action for {} exited with {}; will retry on next iteration", hook.name, finished.code);
             tracing::debug!("Action for {} output: {}", hook.name, output(finished.text()));
-            false
+            Ok(finished.code)
         }
         Err(e) => {
             tracing::error!("Action for {} could not be started: {e}; will retry on next iteration", hook.name);
-            false
+            Err(format!("could not be started: {e}"))
         }
     }
 }

@@ -14,6 +14,7 @@
 //! the listener id) and [`start`] run in the daemon, and report their errors to the
 //! waiting launcher.
 
+use crate::activity;
 use crate::baseline::InitBaseline;
 use crate::config::{self, ConfigError, HupConfig, MainConfig};
 use crate::daemon::{self, DaemonError, PidFile, Schedule};
@@ -168,13 +169,16 @@ pub fn once(
     let client = service.client()?;
     let mut db = MetadataDb::load(&MetadataDb::default_path());
     let baseline = InitBaseline::new(&config.main.stack, &config.main.region);
-    run_pass(
+    let report = run_pass(
         &config.main.stack,
         &config.hooks,
         &client,
         &mut db,
         &PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None },
     );
+    if !config.hooks.is_empty() {
+        activity::record(&activity::default_path(), &report);
+    }
     if let Some(id) = listener_id {
         let options = listener_options(settings.receive_wait_seconds, Policy::SQS_SEND, None);
         let hooks = Arc::new(config.command_hooks.clone());
@@ -347,7 +351,7 @@ fn log_health_change(now: &Health) {
 
 /// One pass over the update hooks, on the thread it was given.
 fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> PassReport {
-    match service.client() {
+    let report = match service.client() {
         Ok(client) => run_pass(
             &config.main.stack,
             &config.hooks,
@@ -360,8 +364,14 @@ fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> Pa
                 actions: Some(&ACTIONS),
             },
         ),
-        Err(e) => PassReport { trouble: Some(Health::Unavailable(e.to_string())), ..Default::default() },
-    }
+        Err(e) => PassReport {
+            last_error: Some(e.to_string()),
+            trouble: Some(Health::Unavailable(e.to_string())),
+            ..Default::default()
+        },
+    };
+    activity::record(&activity::default_path(), &report);
+    report
 }
 
 /// What a reload prepared, applied only when all of it worked.

@@ -10,6 +10,7 @@ pub mod output;
 pub mod paths;
 pub mod process;
 pub mod process_groups;
+pub mod process_identity;
 pub mod temp_files;
 pub mod users;
 

@@ -1,0 +1,205 @@
+//! `/var/lib/cfn-hup/data/activity.json`: what cfn-hup did lately, for
+//! `cfn-bootstrap status` — its last pass (when, how it went), its last error, and its
+//! last [`HOOK_RUNS`] hook actions (which hook, when, exit code, how long). cfn-bootstrap's
+//! own file; the reference has none.
+//!
+//! Written once per pass, by the pass's own thread after the pass, and after each
+//! command hook's action by the listener's round; replaced whole and durably like the
+//! other state files, readable by root only (an error may name a resource or a path).
+
+use crate::runner::PassReport;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The hook actions kept, newest last.
+pub const HOOK_RUNS: usize = 20;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    pub last_pass: Option<Pass>,
+    pub last_error: Option<ErrorSeen>,
+    pub hook_runs: Vec<HookRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pass {
+    /// When it ended, RFC 3339 UTC.
+    pub time: String,
+    /// `ok`, `actions failed`, `unavailable` or `throttled`.
+    pub outcome: String,
+    pub actions_run: usize,
+    pub actions_failed: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSeen {
+    pub time: String,
+    pub message: String,
+}
+
+/// One hook action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRun {
+    pub hook: String,
+    /// When it started, RFC 3339 UTC.
+    pub started: String,
+    /// Its exit code; `None` when it could not be started (then `error` says why).
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+impl HookRun {
+    pub fn new(hook: &str, started: String, took: Duration, ran: &Result<i32, String>) -> HookRun {
+        HookRun {
+            hook: hook.to_string(),
+            started,
+            exit_code: ran.as_ref().ok().copied(),
+            error: ran.as_ref().err().cloned(),
+            seconds: (took.as_secs_f64() * 1000.0).round() / 1000.0,
+        }
+    }
+}
+
+/// Now, RFC 3339 with milliseconds, UTC.
+pub fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// `<lib>/cfn-hup/data/activity.json`.
+pub fn default_path() -> PathBuf {
+    cfn_host::paths::lib_dir().join("cfn-hup/data/activity.json")
+}
+
+/// The activity recorded at `path`; none when there is no (readable) file.
+pub fn load(path: &Path) -> Option<Activity> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+impl Activity {
+    /// Adds a pass's report.
+    pub fn add(&mut self, report: &PassReport) {
+        let time = now();
+        let outcome = match report.health() {
+            crate::Health::Unavailable(_) => "unavailable",
+            crate::Health::Throttled(_) => "throttled",
+            crate::Health::Ok if report.actions_failed > 0 => "actions failed",
+            crate::Health::Ok => "ok",
+        };
+        self.last_pass = Some(Pass {
+            time: time.clone(),
+            outcome: outcome.to_string(),
+            actions_run: report.actions_run,
+            actions_failed: report.actions_failed,
+        });
+        if let Some(message) = &report.last_error {
+            self.last_error = Some(ErrorSeen { time, message: message.clone() });
+        }
+        self.hook_runs.extend(report.hook_runs.iter().cloned());
+        self.keep_bounded();
+    }
+
+    fn keep_bounded(&mut self) {
+        let excess = self.hook_runs.len().saturating_sub(HOOK_RUNS);
+        self.hook_runs.drain(..excess);
+    }
+}
+
+/// Adds a pass's report to the file at `path` (its directory made 0700 when missing).
+pub fn record(path: &Path, report: &PassReport) {
+    update(path, |activity| activity.add(report));
+}
+
+/// Adds the run of a command hook's action (the command listener's rounds run beside
+/// the passes).
+pub fn record_hook_run(path: &Path, run: HookRun) {
+    update(path, |activity| {
+        let failed = match (run.exit_code, &run.error) {
+            (Some(0), _) => None,
+            (Some(code), _) => Some(format!("Action for {} exited with {code}", run.hook)),
+            (None, error) => Some(format!("Action for {} {}", run.hook, error.as_deref().unwrap_or("did not run"))),
+        };
+        if let Some(message) = failed {
+            activity.last_error = Some(ErrorSeen { time: now(), message });
+        }
+        activity.hook_runs.push(run);
+        activity.keep_bounded();
+    });
+}
+
+/// Reads, changes and writes the file, one writer of this process at a time (the pass
+/// and the listener's round run on threads of their own). A failure is logged at DEBUG:
+/// the record is an aid, and the pass went as it went.
+fn update(path: &Path, change: impl FnOnce(&mut Activity)) {
+    static WRITER: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut activity = load(path).unwrap_or_default();
+    change(&mut activity);
+    let written = create_dir(path).map_err(|e| e.to_string()).and_then(|()| {
+        let text = serde_json::to_vec_pretty(&activity).map_err(|e| e.to_string())?;
+        cfn_host::durable::replace(path, &text, 0o600).map_err(|e| e.to_string())
+    });
+    if let Err(e) = written {
+        tracing::debug!("Could not record cfn-hup's activity in {}: {e}", path.display());
+    }
+}
+
+/// The file's directory, made 0700 when missing — silently: the state's own directory
+/// is logged when made, and this file adds no log line.
+fn create_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match path.parent().filter(|d| !d.is_dir()) {
+        Some(dir) => std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn passes_errors_and_a_bounded_list_of_hook_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/activity.json");
+        let run = |hook: &str, ran: Result<i32, String>| HookRun::new(hook, now(), Duration::from_millis(1500), &ran);
+        let failing = PassReport {
+            actions_run: 2,
+            actions_failed: 1,
+            hook_runs: vec![run("a", Ok(0)), run("b", Ok(3))],
+            last_error: Some("Action for b exited with 3".into()),
+            ..Default::default()
+        };
+        record(&path, &failing);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let activity = load(&path).unwrap();
+        assert_eq!(activity.last_pass.as_ref().unwrap().outcome, "actions failed");
+        assert_eq!(activity.last_error.as_ref().unwrap().message, "Action for b exited with 3");
+        assert_eq!(activity.hook_runs[1].exit_code, Some(3));
+        assert_eq!(activity.hook_runs[1].seconds, 1.5);
+
+        // A quiet pass keeps the last error; the hook runs stay bounded, newest last.
+        for i in 0..HOOK_RUNS {
+            let report =
+                PassReport { hook_runs: vec![run(&format!("h{i}"), Err("no user".into()))], ..Default::default() };
+            record(&path, &report);
+        }
+        let activity = load(&path).unwrap();
+        assert_eq!(activity.last_pass.as_ref().unwrap().outcome, "ok");
+        assert_eq!(activity.last_error.as_ref().unwrap().message, "Action for b exited with 3");
+        assert_eq!(activity.hook_runs.len(), HOOK_RUNS);
+        assert_eq!(activity.hook_runs.last().unwrap().hook, format!("h{}", HOOK_RUNS - 1));
+        assert_eq!(activity.hook_runs.last().unwrap().error.as_deref(), Some("no user"));
+
+        // A command hook's run: added, and its failure is the last error.
+        record_hook_run(&path, run("command", Ok(2)));
+        let activity = load(&path).unwrap();
+        assert_eq!(activity.hook_runs.len(), HOOK_RUNS);
+        assert_eq!(activity.hook_runs.last().unwrap().exit_code, Some(2));
+        assert_eq!(activity.last_error.as_ref().unwrap().message, "Action for command exited with 2");
+        assert_eq!(activity.last_pass.as_ref().unwrap().outcome, "ok", "not a pass");
+    }
+}
