@@ -27,6 +27,16 @@ pub fn id_text(
     }
 }
 
+/// The gid a `groups` entry asks for, if any (the entry may be null).
+pub fn gid(config: &str, name: &str, attributes: &Value) -> Result<Option<String>, String> {
+    let attributes = match attributes {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
+    };
+    id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))
+}
+
 pub fn groupadd_argv(name: &str, gid: Option<&str>) -> Vec<String> {
     let mut argv: Vec<String> = ["/usr/sbin/groupadd", "-r"].map(String::from).into();
     if let Some(gid) = gid {
@@ -40,12 +50,7 @@ pub fn groupadd_argv(name: &str, gid: Option<&str>) -> Vec<String> {
 pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
     for (name, attributes) in entries {
-        let attributes = match attributes {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
-        };
-        let gid = id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))?;
+        let gid = gid(config, name, attributes)?;
         if let Some(current) = users::group_id(name) {
             if let Some(gid) = gid.as_deref().filter(|g| *g != current.to_string()) {
                 return Err(format!("Group {name} exists with gid {current}, but gid {gid} was requested"));
