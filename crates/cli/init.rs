@@ -62,7 +62,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let api = options::api_options(&parsed);
     let imds = Arc::new(Imds::from_env());
     let metadata = match read_metadata(&source, &api, &imds) {
-        Ok(metadata) => metadata,
+        Ok(fetched) => fetched.value,
         Err(code) => return code,
     };
     if let Some((data, text)) = state_dir.and_then(|state| store_metadata(&state, &metadata)) {
@@ -106,11 +106,19 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     }
 }
 
-/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
 fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
-    let positionals: Vec<&String> = parsed.positionals.iter().filter(|p| !p.is_empty()).collect();
-    let stack = parsed.text("stack_name").filter(|s| !s.is_empty());
-    let resource = parsed.text("logical_resource_id").filter(|s| !s.is_empty());
+    choose_source(&parsed.positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
+}
+
+/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
+pub(crate) fn choose_source(
+    positionals: &[String],
+    stack: Option<String>,
+    resource: Option<String>,
+) -> Result<MetadataSource, &'static str> {
+    let positionals: Vec<&String> = positionals.iter().filter(|p| !p.is_empty()).collect();
+    let stack = stack.filter(|s| !s.is_empty());
+    let resource = resource.filter(|s| !s.is_empty());
     if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
         return Err("You cannot specify more than one input source for metadata");
     }
@@ -126,7 +134,13 @@ fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
     }
 }
 
-fn read_metadata(source: &MetadataSource, api: &cfn_aws::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
+/// Reads the metadata as cfn-init does: the credential options are checked (and a
+/// client made for a stack); failures are reported on stderr with their exit code.
+pub(crate) fn read_metadata(
+    source: &MetadataSource,
+    api: &cfn_aws::ApiOptions,
+    imds: &Arc<Imds>,
+) -> Result<source::Fetched, ExitCode> {
     let client = match source {
         MetadataSource::Stack { .. } => {
             Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
@@ -137,7 +151,7 @@ fn read_metadata(source: &MetadataSource, api: &cfn_aws::ApiOptions, imds: &Arc<
             None
         }
     };
-    source::fetch(source, client.as_ref()).map_err(|e| match e {
+    source::fetch_with_text(source, client.as_ref()).map_err(|e| match e {
         source::SourceError::NoMetadata(_) => report::failure(format!("Error: {e}")),
         other => report::failure(other),
     })

@@ -79,17 +79,24 @@ pub fn proxy_group() -> Group {
 
 /// Everything needed to reach CloudFormation, from the parsed shared options.
 pub fn api_options(parsed: &Parsed) -> ApiOptions {
+    api_options_from(|dest| parsed.text(dest))
+}
+
+/// [`api_options`] from any parser: `text` gives an option's value by its optparse
+/// `dest` (`credential_file`, `iam_role`, `cfn_url`, …).
+pub fn api_options_from(text: impl Fn(&str) -> Option<String>) -> ApiOptions {
+    let proxies = || ProxyOptions { http_proxy: text("http_proxy"), https_proxy: text("https_proxy") };
     ApiOptions {
         credentials: CredentialOptions {
-            credential_file: parsed.text("credential_file").map(PathBuf::from),
-            role: parsed.text("iam_role"),
-            access_key: parsed.text("access_key"),
-            secret_key: parsed.text("secret_key"),
-            region: parsed.text("region"),
-            proxies: ProxyOptions { http_proxy: parsed.text("http_proxy"), https_proxy: parsed.text("https_proxy") },
+            credential_file: text("credential_file").map(PathBuf::from),
+            role: text("iam_role"),
+            access_key: text("access_key"),
+            secret_key: text("secret_key"),
+            region: text("region"),
+            proxies: proxies(),
         },
-        proxies: ProxyOptions { http_proxy: parsed.text("http_proxy"), https_proxy: parsed.text("https_proxy") },
-        region: parsed.text("region").unwrap_or_else(|| DEFAULT_REGION.to_string()),
-        url: parsed.text("cfn_url"),
+        proxies: proxies(),
+        region: text("region").unwrap_or_else(|| DEFAULT_REGION.to_string()),
+        url: text("cfn_url"),
     }
 }

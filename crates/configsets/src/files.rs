@@ -441,17 +441,20 @@ fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u8>, String>
         }
         Content::Text(text) if spec.base64 => {
             tracing::debug!("Decoding base64 content");
-            // Like the reference's decoder, characters outside the alphabet are skipped;
-            // only a wrong length or padding is an error.
-            let cleaned: String =
-                text.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')).collect();
-            base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
+            decode_base64(text)
         }
         Content::Text(text) => match &spec.context {
             Some(context) => render(text, context, &spec.path).map(String::into_bytes),
             None => Ok(text.clone().into_bytes()),
         },
     }
+}
+
+/// base64 content decoded as the reference's decoder does: characters outside the
+/// alphabet are skipped; only a wrong length or padding is an error.
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+    let cleaned: String = text.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')).collect();
+    base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
 }
 
 /// The template rendered; a limit that stops it is reported with the file's path, since
