@@ -6,7 +6,7 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, manpages};
+use crate::{TOOLS, Tool, completions, manpages, validate};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;
@@ -41,11 +41,17 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
         .disable_help_subcommand(true)
         .arg(Arg::new("list").long("list").action(ArgAction::SetTrue).help("List the tools, one per line"))
         .subcommands(tools)
-        .subcommand(Command::new("help").about("Print this help, or the help of a tool or subcommand").arg(
-            Arg::new("command").value_name("COMMAND").value_parser(
-                TOOLS.iter().flat_map(|t| [t.name, t.short_name()]).chain(["completions", "man"]).collect::<Vec<_>>(),
+        .subcommand(
+            Command::new("help").about("Print this help, or the help of a tool or subcommand").arg(
+                Arg::new("command").value_name("COMMAND").value_parser(
+                    TOOLS
+                        .iter()
+                        .flat_map(|t| [t.name, t.short_name()])
+                        .chain(["completions", "man", "validate"])
+                        .collect::<Vec<_>>(),
+                ),
             ),
-        ))
+        )
         .subcommand(
             Command::new("completions")
                 .about("Print a shell completion script for cfn-bootstrap and the tools")
@@ -66,6 +72,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                         .help("Only this command's script"),
                 ),
         )
+        .subcommand(validate::command())
         .subcommand(
             Command::new("man")
                 .about("Print a manual page, or write them all into a directory")
@@ -124,6 +131,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
         }
         Some(("man", sub)) => man(sub.get_one::<String>("name").map(String::as_str), sub.get_one::<String>("dir")),
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
+        Some(("validate", sub)) => validate::run(sub),
         Some((name, _)) => match TOOLS.iter().find(|t| t.name == name) {
             Some(tool) => (tool.main)(tool.name, tool_args(tool, argv)),
             None => ExitCode::from(2),

@@ -62,7 +62,7 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let api = options::api_options(&parsed);
     let imds = Arc::new(Imds::from_env());
     let metadata = match read_metadata(&source, &api, &imds) {
-        Ok(fetched) => fetched.value,
+        Ok(metadata) => metadata,
         Err(code) => return code,
     };
     if let Some((data, text)) = state_dir.and_then(|state| store_metadata(&state, &metadata)) {
@@ -134,27 +134,43 @@ pub(crate) fn choose_source(
     }
 }
 
+/// Why metadata could not be read.
+pub(crate) enum ReadError {
+    Credentials(credentials::CredentialError),
+    Source(source::SourceError),
+}
+
 /// Reads the metadata as cfn-init does: the credential options are checked (and a
-/// client made for a stack); failures are reported on stderr with their exit code.
-pub(crate) fn read_metadata(
+/// client made for a stack).
+pub(crate) fn fetch_metadata(
     source: &MetadataSource,
     api: &cfn_aws::ApiOptions,
     imds: &Arc<Imds>,
-) -> Result<source::Fetched, ExitCode> {
+) -> Result<source::Fetched, ReadError> {
     let client = match source {
         MetadataSource::Stack { .. } => {
-            Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
+            Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(ReadError::Credentials)?)
         }
         // The reference checks the credential options even when it reads a file.
         _ => {
-            check_credential_options(&api.credentials, imds).map_err(|e| report::credential_failure(&e))?;
+            check_credential_options(&api.credentials, imds).map_err(ReadError::Credentials)?;
             None
         }
     };
-    source::fetch_with_text(source, client.as_ref()).map_err(|e| match e {
-        source::SourceError::NoMetadata(_) => report::failure(format!("Error: {e}")),
-        other => report::failure(other),
-    })
+    source::fetch_with_text(source, client.as_ref()).map_err(ReadError::Source)
+}
+
+/// A read error on stderr, worded as cfn-init words it, and its exit code.
+pub(crate) fn report_read_error(error: ReadError) -> ExitCode {
+    match error {
+        ReadError::Credentials(e) => report::credential_failure(&e),
+        ReadError::Source(e @ source::SourceError::NoMetadata(_)) => report::failure(format!("Error: {e}")),
+        ReadError::Source(other) => report::failure(other),
+    }
+}
+
+fn read_metadata(source: &MetadataSource, api: &cfn_aws::ApiOptions, imds: &Arc<Imds>) -> Result<Value, ExitCode> {
+    fetch_metadata(source, api, imds).map(|fetched| fetched.value).map_err(report_read_error)
 }
 
 fn check_credential_options(

@@ -19,6 +19,7 @@ mod options;
 mod optparse;
 mod report;
 mod signal;
+mod validate;
 
 use std::process::ExitCode;
 

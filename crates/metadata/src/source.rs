@@ -22,8 +22,9 @@ pub enum SourceError {
     NoMetadata(String),
     #[error("Could not read {path}: {reason}")]
     Io { path: String, reason: String },
+    /// `line` and `column` are 1-based (0 when the text ended early).
     #[error("Error decoding JSON from {origin}: {reason}")]
-    Json { origin: String, reason: String },
+    Json { origin: String, reason: String, line: usize, column: usize },
 }
 
 /// Metadata as read: the value, and the JSON text it was parsed from when it came from a
@@ -78,7 +79,12 @@ fn read_all(mut reader: impl Read, shown: &str) -> Result<Vec<u8>, SourceError> 
 }
 
 fn parse(bytes: &[u8], origin: &str) -> Result<Value, SourceError> {
-    serde_json::from_slice(bytes).map_err(|e| SourceError::Json { origin: origin.to_string(), reason: e.to_string() })
+    serde_json::from_slice(bytes).map_err(|e| SourceError::Json {
+        origin: origin.to_string(),
+        reason: e.to_string(),
+        line: e.line(),
+        column: e.column(),
+    })
 }
 
 #[cfg(test)]
