@@ -248,7 +248,7 @@ fn bash_completes_the_tools_options_through_links_and_subcommands() {
 
 /// Every manual page: `cfn-bootstrap`, its own subcommands, then the tools.
 fn pages() -> Vec<&'static str> {
-    ["cfn-bootstrap", "cfn-bootstrap-help", "cfn-bootstrap-validate", "cfn-bootstrap-completions", "cfn-bootstrap-man"]
+    ["cfn-bootstrap", "cfn-bootstrap-help", "cfn-bootstrap-completions", "cfn-bootstrap-validate", "cfn-bootstrap-man"]
         .into_iter()
         .chain(TOOLS.iter().copied())
         .collect()
