@@ -179,9 +179,6 @@ fn check_requested(checker: &mut Checker<'_>, sets: &ConfigSets, requested: &[St
     }
 }
 
-/// The end of cfn-init's message for a command without `command`.
-const NO_COMMAND: &str = "does not specify the 'command' attribute, which is required";
-
 /// A section's own error, and each entry's, as cfn-init would report them.
 fn entry_errors<T>(checker: &mut Checker<'_>, section: &Section<T>) {
     match &section.items {
@@ -190,8 +187,8 @@ fn entry_errors<T>(checker: &mut Checker<'_>, section: &Section<T>) {
         }
         Ok(items) => {
             for item in items {
-                if let Err(ModelError(message)) = &item.spec {
-                    if message.ends_with(NO_COMMAND) {
+                if let Err(error @ ModelError(message)) = &item.spec {
+                    if crate::model::is_missing_command(error) {
                         let finding = checker.error("E040", &item.pointer, message.clone());
                         with_help(finding, "add \"command\": a string for the shell, or a list of arguments");
                     } else {

@@ -57,9 +57,6 @@ pub enum ManagerPackages {
     Unsupported,
 }
 
-/// The managers cfn-init installs packages with.
-pub const PACKAGE_MANAGERS: [&str; 9] = ["apt", "yum", "dnf", "zypper", "python", "rubygems", "rpm", "msi", "dpkg"];
-
 /// The service managers cfn-init knows (`windows` is refused on Linux when it lists any).
 pub const SERVICE_MANAGERS: [&str; 3] = ["sysvinit", "systemd", "windows"];
 
@@ -71,12 +68,12 @@ pub struct ServiceSpec {
     pub properties: Map<String, Value>,
 }
 
-/// A `commands` entry: its attributes, or — with a `defaults` script — attributes only
-/// known when the script has run.
+/// A `commands` entry: its attributes, or — with a `defaults` script — the attributes
+/// the script's output is merged into when the command's turn comes.
 #[derive(Debug, Clone)]
 pub enum CommandEntry {
     Spec(CommandSpec),
-    Deferred,
+    Deferred(Map<String, Value>),
 }
 
 #[derive(Debug, Clone)]
@@ -112,27 +109,33 @@ pub struct InitDocument {
 
 impl InitDocument {
     /// Parses the `AWS::CloudFormation::Init` object of `metadata` (the whole resource
-    /// metadata); `Err` when it is absent, empty or not an object.
+    /// metadata) and its authentication blocks; `Err` when Init is absent, empty or not
+    /// an object.
     pub fn parse(metadata: &Value) -> Result<InitDocument, ModelError> {
-        let pointer = format!("/{}", pointer_step(INIT_KEY));
-        let init = match metadata.get(INIT_KEY) {
-            Some(Value::Object(init)) if !init.is_empty() => init,
+        match metadata.get(INIT_KEY) {
+            Some(Value::Object(init)) if !init.is_empty() => Ok(InitDocument::from_init(init, metadata.get(AUTH_KEY))),
             Some(other) if is_truthy(other) => {
-                return Err(ModelError(format!("{INIT_KEY} must be an object, not {}", kind(other))));
+                Err(ModelError(format!("{INIT_KEY} must be an object, not {}", kind(other))))
             }
-            _ => return Err(ModelError(format!("Could not find '{INIT_KEY}' key"))),
-        };
+            _ => Err(ModelError(format!("Could not find '{INIT_KEY}' key"))),
+        }
+    }
+
+    /// Parses an `AWS::CloudFormation::Init` object; `authentication` is the
+    /// `AWS::CloudFormation::Authentication` value, if it is to be parsed too.
+    pub fn from_init(init: &Map<String, Value>, authentication: Option<&Value>) -> InitDocument {
+        let pointer = format!("/{}", pointer_step(INIT_KEY));
         let configs = init
             .iter()
             .filter(|(name, _)| *name != "configSets")
             .map(|(name, value)| parse_config(name, &format!("{pointer}/{}", pointer_step(name)), value))
             .collect();
-        Ok(InitDocument {
+        InitDocument {
             pointer,
             config_sets: configsets::resolve(init),
             configs,
-            authentication: parse_authentication(metadata.get(AUTH_KEY)),
-        })
+            authentication: parse_authentication(authentication),
+        }
     }
 
     pub fn config(&self, name: &str) -> Option<&Config> {
@@ -145,13 +148,17 @@ impl InitDocument {
 }
 
 fn parse_config(name: &str, pointer: &str, value: &Value) -> Config {
-    let empty = Map::new();
     let sections = match value {
-        Value::Object(map) => Ok(map),
-        Value::Null => Ok(&empty),
+        Value::Object(map) => Ok(Sections::parse(name, pointer, map)),
         other => Err(ModelError(format!("config {name}: must be an object, not {}", kind(other)))),
     };
-    let sections = sections.map(|map| {
+    Config { name: name.to_string(), pointer: pointer.to_string(), sections }
+}
+
+impl Sections {
+    /// The sections of the config `name` (at `pointer`), each parsed with its section's
+    /// parser.
+    pub fn parse(name: &str, pointer: &str, map: &Map<String, Value>) -> Sections {
         let at = |section: &str| (map.get(section), format!("{pointer}/{section}"));
         Sections {
             packages: managers(
@@ -173,8 +180,7 @@ fn parse_config(name: &str, pointer: &str, value: &Value) -> Config {
             commands: section(name, "commands", at("commands"), |_, key, value| parse_command(name, key, value)),
             services: services(name, at("services")),
         }
-    });
-    Config { name: name.to_string(), pointer: pointer.to_string(), sections }
+    }
 }
 
 type Parse<'a, T> = &'a dyn Fn(&str, &str, &Value) -> Result<T, String>;
@@ -274,7 +280,7 @@ fn parse_services(config: &str, manager: &str, value: &Value) -> Result<Vec<Item
 fn parse_command(config: &str, name: &str, value: &Value) -> Result<CommandEntry, String> {
     let attributes = model::command_attributes(config, name, value).map_err(|e| e.0)?;
     if attributes.get("defaults").is_some_and(|d| !d.is_null()) {
-        return Ok(CommandEntry::Deferred);
+        return Ok(CommandEntry::Deferred(attributes.clone()));
     }
     model::command_spec(config, name, attributes).map(CommandEntry::Spec).map_err(|e| e.0)
 }
@@ -346,7 +352,7 @@ mod tests {
             commands[0].spec.as_ref().unwrap_err().0,
             "01 does not specify the 'command' attribute, which is required"
         );
-        assert!(matches!(commands[1].spec, Ok(CommandEntry::Deferred)));
+        assert!(matches!(commands[1].spec, Ok(CommandEntry::Deferred(_))));
         assert_eq!(sections.users.items.as_ref().unwrap_err().0, "config config: users must be an object, not a list");
         let managers: Vec<_> = sections.packages.entries().iter().map(|m| m.key.as_str()).collect();
         assert_eq!(managers, ["apt", "yum", "brew"]);

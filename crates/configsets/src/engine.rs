@@ -4,7 +4,7 @@
 
 use crate::changes::ChangeRecord;
 use crate::cmd_log::{banner, cmd_log};
-use crate::configsets;
+use crate::document::{InitDocument, Sections};
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::{self, ModelError};
@@ -64,19 +64,14 @@ fn run(
     env: &Environment<'_>,
     sync: &mut BackgroundSync,
 ) -> Result<(), BuildError> {
-    // Every configSet is checked and every config it names must be an object before
-    // anything runs, as in the reference.
-    let sets = configsets::resolve(init)?;
+    // Parsed once; a section's errors wait for its turn. Every configSet is checked and
+    // every config it names must be an object before anything runs, as in the reference.
+    let document = InitDocument::from_init(init, None);
+    let sets = document.config_sets.clone()?;
     for (_, configs) in &sets {
         for name in configs {
-            match init.get(name) {
-                None | Some(Value::Object(_)) => {}
-                Some(other) => {
-                    return Err(BuildError::new(format!(
-                        "config {name}: must be an object, not {}",
-                        model::kind(other)
-                    )));
-                }
+            if let Some(Err(e)) = document.config(name).map(|c| &c.sections) {
+                return Err(e.clone().into());
             }
         }
     }
@@ -94,7 +89,16 @@ fn run(
             tracing::info!("Running config {config_name}");
             cmd_log(&"+".repeat(60));
             cmd_log(&format!("Config {config_name}"));
-            run_config(config_name, config, env, sync)
+            // Absent (the implicit `config` of an Init without configSets): nothing to do.
+            let absent;
+            let sections = match document.config(config_name).map(|c| &c.sections) {
+                Some(Ok(sections)) => sections,
+                _ => {
+                    absent = Sections::parse(config_name, "", config);
+                    &absent
+                }
+            };
+            run_config(config_name, config, sections, env, sync)
                 .map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
     }
@@ -104,6 +108,7 @@ fn run(
 fn run_config(
     name: &str,
     config: &Map<String, Value>,
+    sections: &Sections,
     env: &Environment<'_>,
     sync: &mut BackgroundSync,
 ) -> Result<(), String> {
@@ -133,14 +138,14 @@ fn run_config(
         tracing::debug!("No sources specified");
     }
     if present("files") {
-        let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
-        changes.files = files::apply(name, &entries, env, sync)?;
+        let entries = sections.files.items.as_ref().map_err(|e| e.0.clone())?;
+        changes.files = files::apply(entries, env, sync)?;
     } else {
         tracing::debug!("No files specified");
     }
     if present("commands") {
-        let entries = model::sorted_entries(name, "commands", config.get("commands")).map_err(|e| e.0)?;
-        changes.commands = commands::apply(name, &entries)?;
+        let entries = sections.commands.items.as_ref().map_err(|e| e.0.clone())?;
+        changes.commands = commands::apply(name, entries)?;
     } else {
         tracing::debug!("No commands specified");
     }
