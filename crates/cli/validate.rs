@@ -161,13 +161,12 @@ pub fn validate(input: &Input, requested: &[String]) -> Vec<Finding> {
             help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
         }),
     }
-    findings.sort_by_key(|f| f.severity);
     findings
 }
 
 fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
     let map = input.text.as_deref().and_then(SourceMap::index);
-    let located: Vec<(Finding, Option<(usize, usize)>)> = findings
+    let mut located: Vec<(Finding, Option<(usize, usize)>)> = findings
         .iter()
         .map(|f| {
             let position = map.as_ref().and_then(|m| match f.target {
@@ -177,6 +176,8 @@ fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
             (f.clone(), position.map(|Position { line, column, .. }| (line, column)))
         })
         .collect();
+    // In the order of the text, as a compiler reports (stable: without positions, as found).
+    located.sort_by_key(|(_, position)| position.unwrap_or((usize::MAX, usize::MAX)));
     print(input, &located, format)
 }
 

@@ -3,7 +3,11 @@
 //! interleaved with another implementation of the same tools, with the issue's targets
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
-//! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6).
+//! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
+//! validate).
+//!
+//! `validate`: `cfn-bootstrap validate` of the seed metadata (the scenario stack's, in
+//! tests/validate), ours only (target: under 5 ms wall).
 //!
 //! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
 //! minutes (a poll a second) to show its memory stays flat; it works in
@@ -63,7 +67,9 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 10] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6"];
+const WORKLOAD_IDS: [&str; 11] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "validate"];
+/// `cfn-bootstrap validate`'s input: the seed metadata.
+const SEED_METADATA: &str = "tests/validate/seed-metadata.json";
 
 struct Options {
     vs: Option<String>,
@@ -495,6 +501,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&measured, &link)?;
     }
+    // `cfn-bootstrap` itself, for its own subcommands.
+    let link = bench.join("bin/cfn-bootstrap");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&measured, &link)?;
     let mut impls = vec![Implementation { label: "ours", kind: Kind::Ours { bin_dir: bench.join("bin") } }];
     // Beside the floor (issue 16), the glibc build runs too when the static one is "ours".
     let mut floor_impls = Vec::new();
@@ -669,6 +679,18 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             clean: None,
             floor: None,
         },
+        Workload {
+            id: "validate",
+            title: "cfn-bootstrap validate FILE: the seed metadata".into(),
+            tool: "cfn-bootstrap",
+            args: ["validate", "-c", "create,update", &root.join(SEED_METADATA).display().to_string()]
+                .map(String::from)
+                .into(),
+            runs: n,
+            warmup,
+            clean: None,
+            floor: None,
+        },
     ];
     workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
@@ -683,7 +705,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         if w.floor.is_some() {
             these.extend(floor_impls.iter());
         }
-        these.extend(impls.iter().skip(1));
+        // The other implementations have no `cfn-bootstrap` subcommands.
+        if w.tool != "cfn-bootstrap" {
+            these.extend(impls.iter().skip(1));
+        }
         outcomes.push(run_workload(&ctx, w, &these, &mut between));
     }
     let floor = floor_samples.finish();
@@ -871,7 +896,8 @@ impl Report<'_> {
         let mut targets = Vec::new();
         // Ratios need the other implementation; the floor and the size do not.
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
-            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size") && !id.starts_with("floor-");
+            let needs_vs =
+                !matches!(id, "w2-floor" | "w6-flat" | "w7-size" | "validate-wall") && !id.starts_with("floor-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -929,6 +955,14 @@ impl Report<'_> {
         let growth =
             hup("ours", "polls", "rss_kib_after_last_poll") / hup("ours", "polls", "rss_kib_after_middle_poll");
         check("w6-flat", "cfn-hup (ours): RSS after the last poll / the middle one", "<= 1.02", growth, growth <= 1.02);
+        let validate = self.median("validate", "ours", |s| s.wall.median);
+        check(
+            "validate-wall",
+            "cfn-bootstrap validate of the seed metadata: wall, ms",
+            "< 5 ms",
+            validate,
+            validate < 5.0,
+        );
         let bytes =
             footprint["ours"]["musl"]["bytes"].as_f64().or_else(|| footprint["ours"]["release"]["bytes"].as_f64());
         let mib = bytes.map_or(f64::NAN, |b| b / MIB);

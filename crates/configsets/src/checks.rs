@@ -162,10 +162,7 @@ pub fn check(metadata: &Value, document: &InitDocument, requested: &[String]) ->
             with_help(checker.warning("W007", &block.pointer, message.clone()), help);
         }
     }
-    let mut findings = checker.findings;
-    // Errors first, then in document order of their pointers' discovery.
-    findings.sort_by_key(|f| f.severity);
-    findings
+    checker.findings
 }
 
 fn check_requested(checker: &mut Checker<'_>, sets: &ConfigSets, requested: &[String]) {
