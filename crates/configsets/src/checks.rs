@@ -417,11 +417,11 @@ fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
     }
     if let Some(value @ Value::String(text)) = checker.raw(&format!("{pointer}/ignoreErrors")) {
         // This cfn-init reads "false" as false; AWS's reads any non-empty string as true.
-        let ours = cfn_python::truth::is_true(value);
-        let message = if ours == !text.is_empty() {
+        let (ours, theirs) = (cfn_python::truth::is_true(value), !text.is_empty());
+        let message = if ours == theirs {
             format!("ignoreErrors is the string \"{text}\", not a boolean")
         } else {
-            format!("ignoreErrors is the string \"{text}\": AWS's cfn-init reads it as {}, this one as {ours}", !ours)
+            format!("ignoreErrors is the string \"{text}\": AWS's cfn-init reads it as {theirs}, this one as {ours}")
         };
         let finding = checker.warning("W005", &format!("{pointer}/ignoreErrors"), message);
         finding.target = Target::Value;
