@@ -6,7 +6,7 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, manpages, plan, render, status};
+use crate::{TOOLS, Tool, completions, manpages, plan, render, status, validate};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;
@@ -47,7 +47,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                     TOOLS
                         .iter()
                         .flat_map(|t| [t.name, t.short_name()])
-                        .chain(["completions", "man", "plan", "render", "status"])
+                        .chain(["completions", "man", "plan", "render", "status", "validate"])
                         .collect::<Vec<_>>(),
                 ),
             ),
@@ -95,6 +95,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
         .subcommand(plan::command())
         .subcommand(render::command())
         .subcommand(status::command())
+        .subcommand(validate::command())
 }
 
 /// A tool's subcommand for parsing: everything after it is the tool's, `--help` included.
@@ -140,6 +141,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
         Some(("plan", sub)) => plan::run(sub),
         Some(("render", sub)) => render::run(sub),
+        Some(("validate", sub)) => validate::run(sub),
         Some((name, _)) => match TOOLS.iter().find(|t| t.name == name) {
             Some(tool) => (tool.main)(tool.name, tool_args(tool, argv)),
             None => ExitCode::from(2),

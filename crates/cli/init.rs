@@ -141,17 +141,16 @@ fn recorded_source(source: &MetadataSource, api: &cfn_aws::ApiOptions) -> Source
 }
 
 fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
-    let positionals: Vec<&String> = parsed.positionals.iter().collect();
-    source_of(&positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
+    choose_source(&parsed.positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
 }
 
 /// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
-pub(crate) fn source_of(
-    positionals: &[&String],
+pub(crate) fn choose_source(
+    positionals: &[String],
     stack: Option<String>,
     resource: Option<String>,
 ) -> Result<MetadataSource, &'static str> {
-    let positionals: Vec<&String> = positionals.iter().copied().filter(|p| !p.is_empty()).collect();
+    let positionals: Vec<&String> = positionals.iter().filter(|p| !p.is_empty()).collect();
     let stack = stack.filter(|s| !s.is_empty());
     let resource = resource.filter(|s| !s.is_empty());
     if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
@@ -169,26 +168,48 @@ pub(crate) fn source_of(
     }
 }
 
+/// Why metadata could not be read.
+pub(crate) enum ReadError {
+    Credentials(credentials::CredentialError),
+    Source(source::SourceError),
+}
+
+/// Reads the metadata as cfn-init does: the credential options are checked (and a
+/// client made for a stack).
+pub(crate) fn fetch_metadata(
+    source: &MetadataSource,
+    api: &cfn_aws::ApiOptions,
+    imds: &Arc<Imds>,
+) -> Result<source::Fetched, ReadError> {
+    let client = match source {
+        MetadataSource::Stack { .. } => {
+            Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(ReadError::Credentials)?)
+        }
+        // The reference checks the credential options even when it reads a file.
+        _ => {
+            check_credential_options(&api.credentials, imds).map_err(ReadError::Credentials)?;
+            None
+        }
+    };
+    source::fetch_with_text(source, client.as_ref()).map_err(ReadError::Source)
+}
+
+/// A read error on stderr, worded as cfn-init words it, and its exit code.
+pub(crate) fn report_read_error(error: ReadError) -> ExitCode {
+    match error {
+        ReadError::Credentials(e) => report::credential_failure(&e),
+        ReadError::Source(e @ source::SourceError::NoMetadata(_)) => report::failure(format!("Error: {e}")),
+        ReadError::Source(other) => report::failure(other),
+    }
+}
+
 /// The metadata from its source; a failure is reported on stderr and is the exit code.
 pub(crate) fn read_metadata(
     source: &MetadataSource,
     api: &cfn_aws::ApiOptions,
     imds: &Arc<Imds>,
 ) -> Result<Value, ExitCode> {
-    let client = match source {
-        MetadataSource::Stack { .. } => {
-            Some(cfn_aws::cloudformation_client(api, imds.clone()).map_err(|e| report::credential_failure(&e))?)
-        }
-        // The reference checks the credential options even when it reads a file.
-        _ => {
-            check_credential_options(&api.credentials, imds).map_err(|e| report::credential_failure(&e))?;
-            None
-        }
-    };
-    source::fetch(source, client.as_ref()).map_err(|e| match e {
-        source::SourceError::NoMetadata(_) => report::failure(format!("Error: {e}")),
-        other => report::failure(other),
-    })
+    fetch_metadata(source, api, imds).map(|fetched| fetched.value).map_err(report_read_error)
 }
 
 fn check_credential_options(

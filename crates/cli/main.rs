@@ -24,6 +24,7 @@ mod run_record;
 mod run_recorder;
 mod signal;
 mod status;
+mod validate;
 
 use std::process::ExitCode;
 

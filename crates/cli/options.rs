@@ -79,11 +79,13 @@ pub fn proxy_group() -> Group {
 
 /// Everything needed to reach CloudFormation, from the parsed shared options.
 pub fn api_options(parsed: &Parsed) -> ApiOptions {
-    api_options_from(|key| parsed.text(key))
+    api_options_from(|dest| parsed.text(dest))
 }
 
-/// The same from any parser, given each option's value by its optparse `dest` name.
+/// [`api_options`] from any parser: `text` gives an option's value by its optparse
+/// `dest` (`credential_file`, `iam_role`, `cfn_url`, …).
 pub fn api_options_from(text: impl Fn(&str) -> Option<String>) -> ApiOptions {
+    let proxies = || ProxyOptions { http_proxy: text("http_proxy"), https_proxy: text("https_proxy") };
     ApiOptions {
         credentials: CredentialOptions {
             credential_file: text("credential_file").map(PathBuf::from),
@@ -91,9 +93,9 @@ pub fn api_options_from(text: impl Fn(&str) -> Option<String>) -> ApiOptions {
             access_key: text("access_key"),
             secret_key: text("secret_key"),
             region: text("region"),
-            proxies: ProxyOptions { http_proxy: text("http_proxy"), https_proxy: text("https_proxy") },
+            proxies: proxies(),
         },
-        proxies: ProxyOptions { http_proxy: text("http_proxy"), https_proxy: text("https_proxy") },
+        proxies: proxies(),
         region: text("region").unwrap_or_else(|| DEFAULT_REGION.to_string()),
         url: text("cfn_url"),
     }

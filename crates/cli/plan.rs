@@ -64,11 +64,10 @@ pub fn command() -> Command {
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
     let file: Vec<String> = text("file").into_iter().collect();
-    let source =
-        match init::source_of(&file.iter().collect::<Vec<_>>(), text("stack_name"), text("logical_resource_id")) {
-            Ok(source) => source,
-            Err(message) => return error(message),
-        };
+    let source = match init::choose_source(&file, text("stack_name"), text("logical_resource_id")) {
+        Ok(source) => source,
+        Err(message) => return error(message),
+    };
     let api = options::api_options_from(text);
     let imds = Arc::new(Imds::from_env());
     let metadata = match init::read_metadata(&source, &api, &imds) {

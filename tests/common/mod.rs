@@ -34,6 +34,7 @@ pub const BOOTSTRAP_PAGES: &[&str] = &[
     "cfn-bootstrap-plan",
     "cfn-bootstrap-render",
     "cfn-bootstrap-status",
+    "cfn-bootstrap-validate",
 ];
 
 pub fn binary() -> PathBuf {

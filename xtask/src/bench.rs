@@ -4,10 +4,11 @@
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
 //! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
-//! render).
+//! render, validate).
 //!
 //! `render` is `cfn-bootstrap render` of the seed template (the end-to-end scenario's),
-//! ours alone: the reference has no such command (issue 14: under 5 ms).
+//! `validate` is `cfn-bootstrap validate` of the seed metadata (the scenario stack's, in
+//! tests/validate): ours alone, the reference has no such commands (target: under 5 ms wall).
 //!
 //! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
 //! minutes (a poll a second) to show its memory stays flat; it works in
@@ -67,7 +68,9 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 11] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render"];
+const WORKLOAD_IDS: [&str; 12] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate"];
+/// `cfn-bootstrap validate`'s input: the seed metadata.
+const SEED_METADATA: &str = "tests/validate/seed-metadata.json";
 
 struct Options {
     vs: Option<String>,
@@ -499,7 +502,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&measured, &link)?;
     }
-    // `cfn-bootstrap` itself, for the render workload.
+    // `cfn-bootstrap` itself, for its own subcommands.
     let link = bench.join("bin/cfn-bootstrap");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&measured, &link)?;
@@ -695,6 +698,18 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             clean: None,
             floor: None,
         },
+        Workload {
+            id: "validate",
+            title: "cfn-bootstrap validate FILE: the seed metadata".into(),
+            tool: "cfn-bootstrap",
+            args: ["validate", "-c", "create,update", &root.join(SEED_METADATA).display().to_string()]
+                .map(String::from)
+                .into(),
+            runs: n,
+            warmup,
+            clean: None,
+            floor: None,
+        },
     ];
     workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
@@ -709,7 +724,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         if w.floor.is_some() {
             these.extend(floor_impls.iter());
         }
-        // The other implementation has no `cfn-bootstrap` command (render).
+        // The other implementations have no `cfn-bootstrap` subcommands.
         if w.tool != "cfn-bootstrap" {
             these.extend(impls.iter().skip(1));
         }
@@ -900,8 +915,8 @@ impl Report<'_> {
         let mut targets = Vec::new();
         // Ratios need the other implementation; the floor and the size do not.
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
-            let needs_vs =
-                !matches!(id, "w2-floor" | "w6-flat" | "w7-size" | "render-wall") && !id.starts_with("floor-");
+            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size" | "render-wall" | "validate-wall")
+                && !id.starts_with("floor-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -966,6 +981,14 @@ impl Report<'_> {
             "< 5 ms",
             render,
             render < 5.0,
+        );
+        let validate = self.median("validate", "ours", |s| s.wall.median);
+        check(
+            "validate-wall",
+            "cfn-bootstrap validate of the seed metadata: wall, ms",
+            "< 5 ms",
+            validate,
+            validate < 5.0,
         );
         let bytes =
             footprint["ours"]["musl"]["bytes"].as_f64().or_else(|| footprint["ours"]["release"]["bytes"].as_f64());

@@ -50,6 +50,7 @@ const TARGETS: &[Target] = &[
     },
     Target { name: "credential-file", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "credential_file::" },
     Target { name: "archives", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "archives::" },
+    Target { name: "validation", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "validation::" },
 ];
 
 /// Cases per property in a target's first run.

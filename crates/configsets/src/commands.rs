@@ -4,6 +4,7 @@
 //! `ignoreErrors` is set.
 
 use crate::cmd_log::{banner, cmd_log, cmd_log_output};
+use crate::document::{CommandEntry, Item};
 use crate::model::{self, CommandSpec};
 use cfn_host::CommandLine;
 use cfn_host::process::{self, Environment, Finished, Invocation};
@@ -12,16 +13,27 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// Runs the commands and returns the names of those that ran (for the change record).
-pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
+pub fn apply(config: &str, entries: &[Item<CommandEntry>]) -> Result<Vec<String>, String> {
     let mut ran = Vec::new();
-    for (name, value) in entries {
+    for entry in entries {
+        let name = &entry.key;
         tracing::debug!("Running command {name}");
-        let attributes = model::command_attributes(config, name, value).map_err(|e| e.0)?;
-        let attributes = with_defaults(config, name, attributes)?;
-        if attributes.get("command").is_none_or(Value::is_null) {
-            tracing::error!("No command specified for {name}");
-        }
-        let spec = model::command_spec(config, name, &attributes).map_err(|e| e.0)?;
+        let spec = match &entry.spec {
+            Ok(CommandEntry::Spec(spec)) => spec.clone(),
+            Ok(CommandEntry::Deferred(attributes)) => {
+                let attributes = with_defaults(config, name, attributes)?;
+                if attributes.get("command").is_none_or(Value::is_null) {
+                    tracing::error!("No command specified for {name}");
+                }
+                model::command_spec(config, name, &attributes).map_err(|e| e.0)?
+            }
+            Err(e) => {
+                if model::is_missing_command(e) {
+                    tracing::error!("No command specified for {name}");
+                }
+                return Err(e.0.clone());
+            }
+        };
         if run_one(&spec)? {
             ran.push(spec.name);
         }

@@ -4,7 +4,8 @@
 
 use crate::changes::ChangeRecord;
 use crate::cmd_log::{banner, cmd_log};
-use crate::configsets;
+use crate::configsets::ConfigSets;
+use crate::document::{InitDocument, Sections};
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::{self, ModelError};
@@ -65,10 +66,9 @@ fn run(
     env: &Environment<'_>,
     sync: &mut BackgroundSync,
 ) -> Result<(), BuildError> {
-    // Every configSet is checked and every config it names must be an object before
-    // anything runs, as in the reference.
-    let sets = configsets::resolve(init)?;
-    check_configs(init, &sets)?;
+    // Parsed once; a section's errors wait for its turn.
+    let document = InitDocument::from_init(init, None);
+    let sets = checked_sets(&document)?;
     tracing::info!("Running configSets: {}", requested.join(", "));
     let empty = Map::new();
     for set_name in requested {
@@ -81,8 +81,17 @@ fn run(
             tracing::info!("Running config {config_name}");
             cmd_log(&"+".repeat(60));
             cmd_log(&format!("Config {config_name}"));
+            // Absent (the implicit `config` of an Init without configSets): nothing to do.
+            let absent;
+            let sections = match document.config(config_name).map(|c| &c.sections) {
+                Some(Ok(sections)) => sections,
+                _ => {
+                    absent = Sections::parse(config_name, "", config);
+                    &absent
+                }
+            };
             progress::config_started(set_name, config_name);
-            let outcome = run_config(config_name, config, env, sync);
+            let outcome = run_config(config_name, config, sections, env, sync);
             progress::config_ended(config_name, outcome.is_ok());
             outcome.map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
@@ -90,17 +99,16 @@ fn run(
     Ok(())
 }
 
-/// Every config that a configSet names must be an object (or absent).
-pub(crate) fn check_configs(init: &Map<String, Value>, sets: &[(String, Vec<String>)]) -> Result<(), BuildError> {
+/// The configSets, once every config they name is an object: the reference checks
+/// this before anything runs.
+pub(crate) fn checked_sets(document: &InitDocument) -> Result<ConfigSets, BuildError> {
+    let sets = document.config_sets.clone()?;
     for name in sets.iter().flat_map(|(_, configs)| configs) {
-        match init.get(name) {
-            None | Some(Value::Object(_)) => {}
-            Some(other) => {
-                return Err(BuildError::new(format!("config {name}: must be an object, not {}", model::kind(other))));
-            }
+        if let Some(Err(e)) = document.config(name).map(|c| &c.sections) {
+            return Err(e.clone().into());
         }
     }
-    Ok(())
+    Ok(sets)
 }
 
 /// The configs of the configSet `name`.
@@ -114,6 +122,7 @@ pub(crate) fn configs_of<'a>(sets: &'a [(String, Vec<String>)], name: &str) -> R
 fn run_config(
     name: &str,
     config: &Map<String, Value>,
+    sections: &Sections,
     env: &Environment<'_>,
     sync: &mut BackgroundSync,
 ) -> Result<(), String> {
@@ -148,15 +157,15 @@ fn run_config(
     }
     progress::section_started(name, "files", present("files"));
     if present("files") {
-        let entries = model::sorted_entries(name, "files", config.get("files")).map_err(|e| e.0)?;
-        changes.files = files::apply(name, &entries, env, sync)?;
+        let entries = sections.files.items.as_ref().map_err(|e| e.0.clone())?;
+        changes.files = files::apply(entries, env, sync)?;
     } else {
         tracing::debug!("No files specified");
     }
     progress::section_started(name, "commands", present("commands"));
     if present("commands") {
-        let entries = model::sorted_entries(name, "commands", config.get("commands")).map_err(|e| e.0)?;
-        changes.commands = commands::apply(name, &entries)?;
+        let entries = sections.commands.items.as_ref().map_err(|e| e.0.clone())?;
+        changes.commands = commands::apply(name, entries)?;
     } else {
         tracing::debug!("No commands specified");
     }

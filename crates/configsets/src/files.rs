@@ -21,9 +21,10 @@
 //! load, against 0.3–0.4 ms a file for the whole section's single sync, so per-file
 //! syncs would dominate every run.
 
+use crate::document::Item;
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
-use crate::model::{self, Content, FileSpec};
+use crate::model::{Content, FileSpec};
 use crate::parent_dir::{Entry, ParentDir, open_parent};
 use base64::Engine;
 use cfn_host::{temp_files, users};
@@ -39,8 +40,7 @@ use std::path::{Path, PathBuf};
 /// Applies the section's files; returns the paths that changed (INIT-FILES-12). What
 /// was written, also before a failure, is handed to `sync` to be made durable.
 pub fn apply(
-    config: &str,
-    entries: &[(&String, &Value)],
+    entries: &[Item<FileSpec>],
     env: &Environment<'_>,
     sync: &mut BackgroundSync,
 ) -> Result<Vec<String>, String> {
@@ -48,12 +48,13 @@ pub fn apply(
     let mut changed = Vec::new();
     let mut touched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
     let mut result = Ok(());
-    for (path, value) in entries {
-        let outcome = model::file_spec(config, path, value)
-            .map_err(|e| e.0)
-            .and_then(|spec| write_file(&spec, env, umask, &mut touched_dirs));
+    for entry in entries {
+        let outcome = match &entry.spec {
+            Ok(spec) => write_file(spec, env, umask, &mut touched_dirs),
+            Err(e) => Err(e.0.clone()),
+        };
         match outcome {
-            Ok(true) => changed.push(path.to_string()),
+            Ok(true) => changed.push(entry.key.clone()),
             Ok(false) => {}
             Err(e) => {
                 result = Err(e);
@@ -445,17 +446,20 @@ pub(crate) fn inline_content(spec: &FileSpec, content: &Content) -> Result<Vec<u
         }
         Content::Text(text) if spec.base64 => {
             tracing::debug!("Decoding base64 content");
-            // Like the reference's decoder, characters outside the alphabet are skipped;
-            // only a wrong length or padding is an error.
-            let cleaned: String =
-                text.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')).collect();
-            base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
+            decode_base64(text)
         }
         Content::Text(text) => match &spec.context {
             Some(context) => render(text, context, &spec.path).map(String::into_bytes),
             None => Ok(text.clone().into_bytes()),
         },
     }
+}
+
+/// base64 content decoded as the reference's decoder does: characters outside the
+/// alphabet are skipped; only a wrong length or padding is an error.
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+    let cleaned: String = text.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')).collect();
+    base64::engine::general_purpose::STANDARD.decode(cleaned).map_err(|_| format!("Malformed base64: {text}"))
 }
 
 /// The template rendered; a limit that stops it is reported with the file's path, since

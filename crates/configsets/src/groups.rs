@@ -27,6 +27,16 @@ pub fn id_text(
     }
 }
 
+/// The gid a `groups` entry asks for, if any (the entry may be null).
+pub fn gid(config: &str, name: &str, attributes: &Value) -> Result<Option<String>, String> {
+    let attributes = match attributes {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
+    };
+    id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))
+}
+
 pub fn groupadd_argv(name: &str, gid: Option<&str>) -> Vec<String> {
     let mut argv: Vec<String> = ["/usr/sbin/groupadd", "-r"].map(String::from).into();
     if let Some(gid) = gid {
@@ -34,16 +44,6 @@ pub fn groupadd_argv(name: &str, gid: Option<&str>) -> Vec<String> {
     }
     argv.push(name.to_string());
     argv
-}
-
-/// The gid an entry asks for, if any.
-pub fn requested_gid(config: &str, name: &str, attributes: &Value) -> Result<Option<String>, String> {
-    let attributes = match attributes {
-        Value::Object(map) => Some(map),
-        Value::Null => None,
-        other => return Err(format!("config {config}, groups {name}: must be an object, not {}", kind(other))),
-    };
-    id_text(config, "groups", name, "gid", attributes.and_then(|a| a.get("gid")))
 }
 
 /// Whether the group must be created: it does not exist. One that exists with another
@@ -61,7 +61,7 @@ pub fn needs_creating(name: &str, gid: Option<&str>) -> Result<bool, String> {
 pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
     for (name, attributes) in entries {
-        let gid = requested_gid(config, name, attributes)?;
+        let gid = gid(config, name, attributes)?;
         if !needs_creating(name, gid.as_deref())? {
             continue;
         }

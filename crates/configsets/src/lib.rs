@@ -7,14 +7,17 @@
 //! binary prints as `Error occurred during build: <text>`.
 
 pub mod changes;
+pub mod checks;
 pub mod cmd_log;
 pub mod commands;
 pub mod configsets;
+pub mod document;
 pub mod durable;
 pub mod engine;
 pub mod environment;
 pub mod files;
 pub mod groups;
+pub mod locations;
 pub mod model;
 pub mod mustache;
 pub mod packages;

@@ -214,12 +214,19 @@ pub fn command_attributes<'a>(
     attributes(config, "commands", name, value)
 }
 
+/// The end of the reference's message for a command without `command`.
+const MISSING_COMMAND: &str = " does not specify the 'command' attribute, which is required";
+
+/// Whether `error` is the one for a command without `command` (cfn-init logs a line of
+/// its own first; validate gives it a code of its own).
+pub fn is_missing_command(error: &ModelError) -> bool {
+    error.0.ends_with(MISSING_COMMAND)
+}
+
 /// Parses one command's attributes (already merged with any `defaults`).
 pub fn command_spec(config: &str, name: &str, attrs: &Map<String, Value>) -> Result<CommandSpec, ModelError> {
     let command = match attrs.get("command") {
-        None | Some(Value::Null) => {
-            return Err(ModelError(format!("{name} does not specify the 'command' attribute, which is required")));
-        }
+        None | Some(Value::Null) => return Err(ModelError(format!("{name}{MISSING_COMMAND}"))),
         Some(v) => parse_command_line(config, name, "command", v)?,
     };
     let env = match attrs.get("env") {

@@ -22,30 +22,52 @@ pub enum SourceError {
     NoMetadata(String),
     #[error("Could not read {path}: {reason}")]
     Io { path: String, reason: String },
+    /// `line` and `column` are 1-based (0 when the text ended early).
     #[error("Error decoding JSON from {origin}: {reason}")]
-    Json { origin: String, reason: String },
+    Json { origin: String, reason: String, line: usize, column: usize },
+}
+
+/// Metadata as read: the value, and the JSON text it was parsed from when it came from a
+/// file or standard input (what positions in messages refer to).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    pub value: Value,
+    pub text: Option<String>,
 }
 
 /// Fetches the metadata from `source`. `cloudformation` is needed only for a stack.
 pub fn fetch(source: &MetadataSource, cloudformation: Option<&CloudFormation>) -> Result<Value, SourceError> {
-    match source {
+    fetch_with_text(source, cloudformation).map(|fetched| fetched.value)
+}
+
+/// [`fetch`], keeping the text of a file or of standard input.
+pub fn fetch_with_text(
+    source: &MetadataSource,
+    cloudformation: Option<&CloudFormation>,
+) -> Result<Fetched, SourceError> {
+    let (bytes, origin) = match source {
         MetadataSource::Stack { stack, logical_id } => {
             let client = cloudformation.expect("a stack source needs a CloudFormation client");
             let detail = client.describe_stack_resource(stack, logical_id)?;
-            detail.metadata.ok_or_else(|| SourceError::NoMetadata(logical_id.clone()))
+            let value = detail.metadata.ok_or_else(|| SourceError::NoMetadata(logical_id.clone()))?;
+            return Ok(Fetched { value, text: None });
         }
-        MetadataSource::File(path) => read_file(path),
-        MetadataSource::Stdin => parse(&read_all(std::io::stdin().lock(), "standard input")?, "stdin"),
-    }
+        MetadataSource::File(path) => {
+            let shown = path.display().to_string();
+            let file = std::fs::File::open(path)
+                .map_err(|e| SourceError::Io { path: shown.clone(), reason: cfn_python::strerror(&e) })?;
+            (read_all(file, &shown)?, shown)
+        }
+        MetadataSource::Stdin => (read_all(std::io::stdin().lock(), "standard input")?, "stdin".to_string()),
+    };
+    let value = parse(&bytes, &origin)?;
+    Ok(Fetched { value, text: String::from_utf8(bytes).ok() })
 }
 
 /// Reads a metadata file, opened read-only (the reference opened it read-write, so a
 /// read-only file failed for non-root users).
 pub fn read_file(path: &Path) -> Result<Value, SourceError> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| SourceError::Io { path: shown.clone(), reason: cfn_python::strerror(&e) })?;
-    parse(&read_all(file, &shown)?, &shown)
+    fetch(&MetadataSource::File(path.to_path_buf()), None)
 }
 
 fn read_all(mut reader: impl Read, shown: &str) -> Result<Vec<u8>, SourceError> {
@@ -57,7 +79,12 @@ fn read_all(mut reader: impl Read, shown: &str) -> Result<Vec<u8>, SourceError> 
 }
 
 fn parse(bytes: &[u8], origin: &str) -> Result<Value, SourceError> {
-    serde_json::from_slice(bytes).map_err(|e| SourceError::Json { origin: origin.to_string(), reason: e.to_string() })
+    serde_json::from_slice(bytes).map_err(|e| SourceError::Json {
+        origin: origin.to_string(),
+        reason: e.to_string(),
+        line: e.line(),
+        column: e.column(),
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Groups a build would create (`groups::apply`'s checks).
 
 use super::{Item, Pending};
-use crate::groups::{groupadd_argv, needs_creating, requested_gid};
+use crate::groups::{gid, groupadd_argv, needs_creating};
 use crate::tool::refuse_option_like;
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ pub(super) fn plan(
 ) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
     for (name, attributes) in entries {
-        let gid = requested_gid(config, name, attributes)?;
+        let gid = gid(config, name, attributes)?;
         if pending.groups.contains(name.as_str()) || !needs_creating(name, gid.as_deref())? {
             continue;
         }

@@ -22,7 +22,8 @@ mod users;
 use crate::changes::ChangeRecord;
 use crate::engine::{self, BuildError};
 use crate::environment::Environment;
-use crate::{configsets, model};
+use crate::document::InitDocument;
+use crate::model;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -128,8 +129,7 @@ fn fill(
     env: &Environment<'_>,
     options: Options,
 ) -> Result<(), BuildError> {
-    let sets = configsets::resolve(init)?;
-    engine::check_configs(init, &sets)?;
+    let sets = engine::checked_sets(&InitDocument::from_init(init, None))?;
     let mut pending = Pending::default();
     let empty = Map::new();
     for set in requested {

@@ -9,6 +9,7 @@
 mod archives;
 mod configset_resolution;
 mod metadata_model;
+mod validation;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};

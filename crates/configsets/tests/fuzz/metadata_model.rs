@@ -35,7 +35,7 @@ fn section(keys: &'static [&'static str]) -> impl Strategy<Value = Value> {
 }
 
 /// A config: any of its sections, each shaped like itself or arbitrary.
-fn config_value() -> impl Strategy<Value = Map<String, Value>> {
+pub fn config_value() -> impl Strategy<Value = Map<String, Value>> {
     let sections = prop::collection::vec(
         prop_oneof![
             (Just("files"), section(FILE_KEYS)),

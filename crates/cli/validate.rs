@@ -1,0 +1,306 @@
+//! `cfn-bootstrap validate`: reads metadata as cfn-init does (a file, `-`, or a stack
+//! resource with cfn-init's credential options), parses its AWS::CloudFormation::Init
+//! once, and reports what cfn-init would refuse and what is suspect, like a compiler:
+//! `FILE:LINE:COL: error[CODE]: message`, the line with a caret, and a help line; or as
+//! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
+//! metadata could not be read), 2 for a usage error.
+
+use crate::init::{self, ReadError};
+use crate::options;
+use cfn_aws::Imds;
+use cfn_configsets::checks::{self, Finding, RULES, Severity, Target};
+use cfn_configsets::document::InitDocument;
+use cfn_configsets::locations::{Position, SourceMap};
+use cfn_metadata::source::{MetadataSource, SourceError};
+use clap::{Arg, ArgMatches, Command, ValueHint};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Options whose id is their optparse `dest`, so `options::api_options_from` reads them
+/// as it reads cfn-init's.
+pub fn command() -> Command {
+    let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
+        Arg::new(id).long(long).value_name(name).help(help)
+    };
+    Command::new("validate")
+        .about("Check metadata for everything cfn-init would refuse, without running anything")
+        .long_about(
+            "Check a resource's metadata for everything cfn-init would refuse, and for what works but is\n\
+             suspect, without running anything. The metadata comes from a file, from standard input (-)\n\
+             or from a stack resource (-s STACK -r RESOURCE, with cfn-init's credential options).\n\n\
+             Each finding reads FILE:LINE:COL: error[CODE]: message, with the line and a caret under the\n\
+             place, and a help line when there is a fix; --format json or sarif (SARIF 2.1.0) for tools.\n\
+             Exit status: 0 no errors (warnings allowed), 1 errors or unreadable metadata, 2 usage.",
+        )
+        .arg(
+            Arg::new("file")
+                .value_name("FILE")
+                .value_hint(ValueHint::FilePath)
+                .help("A metadata file, or - for standard input"),
+        )
+        .arg(value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'))
+        .arg(
+            value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
+                .short('r'),
+        )
+        .arg(
+            value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: \"default\")")
+                .short('c'),
+        )
+        .arg(value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'))
+        .arg(value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."))
+        .arg(
+            value("credential_file", "credential-file", "CREDENTIAL_FILE", "A credential file, as cfn-init takes it")
+                .short('f')
+                .value_hint(ValueHint::FilePath),
+        )
+        .arg(value("iam_role", "role", "IAM_ROLE", "An IAM Role"))
+        .arg(value("access_key", "access-key", "ACCESS_KEY", "An AWS Access Key"))
+        .arg(value("secret_key", "secret-key", "SECRET_KEY", "An AWS Secret Key"))
+        .arg(value("http_proxy", "http-proxy", "HTTP_PROXY", "A (non-SSL) HTTP proxy"))
+        .arg(value("https_proxy", "https-proxy", "HTTPS_PROXY", "An HTTPS proxy"))
+        .arg(
+            Arg::new("format")
+                .long("format")
+                .value_name("FORMAT")
+                .value_parser(["text", "json", "sarif"])
+                .default_value("text")
+                .help("How findings are printed"),
+        )
+}
+
+/// Metadata to check: its JSON text when there is one (a file, standard input), and
+/// how it is named in findings.
+pub struct Input {
+    pub name: String,
+    /// The file's path, for SARIF's artifact location (none for standard input or a stack).
+    pub uri: Option<String>,
+    pub value: Value,
+    pub text: Option<String>,
+}
+
+pub fn run(matches: &ArgMatches) -> ExitCode {
+    let text = |id: &str| matches.get_one::<String>(id).cloned();
+    let positionals: Vec<String> = text("file").into_iter().collect();
+    let source = match init::choose_source(&positionals, text("stack_name"), text("logical_resource_id")) {
+        Ok(source) => source,
+        Err(message) => {
+            eprintln!("cfn-bootstrap validate: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let uri = match &source {
+        MetadataSource::File(path) => Some(path.display().to_string()),
+        _ => None,
+    };
+    let name = match &source {
+        MetadataSource::Stack { stack, logical_id } => format!("stack {stack} resource {logical_id}"),
+        MetadataSource::File(path) => path.display().to_string(),
+        MetadataSource::Stdin => "<stdin>".to_string(),
+    };
+    let api = options::api_options_from(text);
+    let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
+        Ok(fetched) => {
+            let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
+            let input = Input { name, uri, value: fetched.value, text: fetched.text };
+            return report(&input, &validate(&input, &requested), format(matches));
+        }
+        Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
+            // Shown against the file's text when it can be read again (not standard input).
+            let text = match &source {
+                MetadataSource::File(path) => std::fs::read_to_string(path).ok(),
+                _ => None,
+            };
+            let input = Input { name, uri, value: Value::Null, text };
+            let finding = Finding {
+                severity: Severity::Error,
+                code: "E001",
+                message: format!("invalid JSON: {}", reason.split(" at line ").next().unwrap_or(&reason)),
+                pointer: String::new(),
+                target: Target::Value,
+                help: None,
+            };
+            (input, vec![(finding, Some((line.max(1), column.max(1))))])
+        }
+        Err(other) => return init::report_read_error(other),
+    };
+    let (input, findings) = findings;
+    print(&input, &findings, format(matches))
+}
+
+fn format(matches: &ArgMatches) -> &str {
+    matches.get_one::<String>("format").map_or("text", String::as_str)
+}
+
+/// Every finding of `input`: duplicate keys, then the checks of its Init.
+pub fn validate(input: &Input, requested: &[String]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if let Some(map) = input.text.as_deref().and_then(SourceMap::index) {
+        for duplicate in map.duplicates() {
+            let key = duplicate.pointer.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
+            findings.push(Finding {
+                severity: Severity::Error,
+                code: "E002",
+                message: format!("duplicate key {key}: the value given at line {} is lost", duplicate.first.line),
+                pointer: duplicate.pointer.clone(),
+                target: Target::Key,
+                help: Some("give each key once; merge the two values".into()),
+            });
+        }
+    }
+    match InitDocument::parse(&input.value) {
+        Ok(document) => findings.extend(checks::check(&input.value, &document, requested)),
+        Err(e) => findings.push(Finding {
+            severity: Severity::Error,
+            code: "E003",
+            message: e.to_string(),
+            pointer: String::new(),
+            target: Target::Value,
+            help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
+        }),
+    }
+    findings
+}
+
+fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
+    let map = input.text.as_deref().and_then(SourceMap::index);
+    let mut located: Vec<(Finding, Option<(usize, usize)>)> = findings
+        .iter()
+        .map(|f| {
+            let position = map.as_ref().and_then(|m| match f.target {
+                Target::Key => m.key(&f.pointer),
+                Target::Value => m.value(&f.pointer),
+            });
+            (f.clone(), position.map(|Position { line, column, .. }| (line, column)))
+        })
+        .collect();
+    // In the order of the text, as a compiler reports (stable: without positions, as found).
+    located.sort_by_key(|(_, position)| position.unwrap_or((usize::MAX, usize::MAX)));
+    print(input, &located, format)
+}
+
+type Located = (Finding, Option<(usize, usize)>);
+
+fn print(input: &Input, findings: &[Located], format: &str) -> ExitCode {
+    let out = match format {
+        "json" => format!("{:#}\n", as_json(input, findings)),
+        "sarif" => format!("{:#}\n", as_sarif(input, findings)),
+        _ => as_text(input, findings),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+        return ExitCode::FAILURE;
+    }
+    if findings.iter().any(|(f, _)| f.severity == Severity::Error) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn count(findings: &[Located], severity: Severity) -> usize {
+    findings.iter().filter(|(f, _)| f.severity == severity).count()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// The compiler-like form.
+pub fn as_text(input: &Input, findings: &[Located]) -> String {
+    let mut out = String::new();
+    for (finding, position) in findings {
+        let head = format!("{}[{}]: {}", finding.severity.as_str(), finding.code, finding.message);
+        match position {
+            Some((line, column)) => {
+                out.push_str(&format!("{}:{line}:{column}: {head}\n", input.name));
+                if let Some(text) = input.text.as_deref() {
+                    let source = text.lines().nth(line - 1).unwrap_or("").trim_end_matches('\r');
+                    let width = line.to_string().len();
+                    // The caret's indent copies the line's tabs so it stands under the place.
+                    let indent: String =
+                        source.chars().take(column - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+                    out.push_str(&format!("{:width$} |\n{line} | {source}\n{:width$} | {indent}^\n", "", ""));
+                    if let Some(help) = &finding.help {
+                        out.push_str(&format!("{:width$} = help: {help}\n", ""));
+                    }
+                    continue;
+                }
+            }
+            None => {
+                let at = if finding.pointer.is_empty() { String::new() } else { format!(" (at {})", finding.pointer) };
+                out.push_str(&format!("{}: {head}{at}\n", input.name));
+            }
+        }
+        if let Some(help) = &finding.help {
+            out.push_str(&format!("  = help: {help}\n"));
+        }
+    }
+    let (errors, warnings) = (count(findings, Severity::Error), count(findings, Severity::Warning));
+    out.push_str(&format!("{}: {}, {}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
+    out
+}
+
+fn as_json(input: &Input, findings: &[Located]) -> Value {
+    json!({
+        "source": input.name,
+        "errors": count(findings, Severity::Error),
+        "warnings": count(findings, Severity::Warning),
+        "findings": findings.iter().map(|(f, position)| json!({
+            "severity": f.severity.as_str(),
+            "code": f.code,
+            "rule": rule(f.code).1,
+            "message": f.message,
+            "pointer": f.pointer,
+            "line": position.map(|p| p.0),
+            "column": position.map(|p| p.1),
+            "help": f.help,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn rule(code: &str) -> (&'static str, &'static str, &'static str) {
+    RULES.iter().copied().find(|r| r.0 == code).unwrap_or(("", "", ""))
+}
+
+/// SARIF 2.1.0: one run, every rule described, each result with its file region (when
+/// the metadata came from a file) and its JSON pointer as a logical location.
+fn as_sarif(input: &Input, findings: &[Located]) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|(id, name, description)| json!({"id": id, "name": name, "shortDescription": {"text": description}}))
+        .collect();
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|(f, position)| {
+            let mut location = json!({"logicalLocations": [{"fullyQualifiedName": f.pointer, "kind": "object"}]});
+            if let (Some((line, column)), Some(uri)) = (position, &input.uri) {
+                location["physicalLocation"] = json!({
+                    "artifactLocation": {"uri": uri},
+                    "region": {"startLine": line, "startColumn": column},
+                });
+            }
+            let text = match &f.help {
+                Some(help) => format!("{} (help: {help})", f.message),
+                None => f.message.clone(),
+            };
+            json!({
+                "ruleId": f.code,
+                "ruleIndex": RULES.iter().position(|r| r.0 == f.code),
+                "level": f.severity.as_str(),
+                "message": {"text": text},
+                "locations": [location],
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "cfn-bootstrap validate",
+                "version": cfn_aws::VERSION,
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}

@@ -1,0 +1,464 @@
+//! Static checks of a parsed [`InitDocument`]: everything cfn-init would refuse, found
+//! without running anything, and what works but is suspect. Each finding has a stable
+//! code (documented in the README), the JSON pointer it is about, and the text cfn-init
+//! prints where it has one.
+
+use crate::configsets::ConfigSets;
+use crate::document::{CommandEntry, InitDocument, Item, ManagerPackages, SERVICE_MANAGERS, Section, Sections};
+use crate::locations::pointer_step;
+use crate::model::{Content, FileSpec, ModelError};
+use crate::tool::refuse_option_like;
+use cfn_aws::auth::AuthBlock;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// What a finding points at: the key that names a value, or the value itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Key,
+    Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub pointer: String,
+    pub target: Target,
+    pub help: Option<String>,
+}
+
+/// Every code, its short name and what it means (the README's table says the same).
+pub const RULES: &[(&str, &str, &str)] = &[
+    ("E001", "invalid-json", "The metadata is not valid JSON"),
+    ("E002", "duplicate-key", "An object gives the same key twice; all but the last are lost"),
+    ("E003", "no-init", "There is no usable AWS::CloudFormation::Init"),
+    ("E010", "bad-configsets", "configSets is malformed, names a missing config or set, or is circular"),
+    ("E011", "unknown-configset", "A configSet asked for with -c does not exist"),
+    ("E012", "bad-config", "A config is not an object"),
+    ("E020", "bad-section", "A section is not an object"),
+    ("E021", "bad-entry", "An entry has the wrong shape or type"),
+    ("E030", "relative-path", "A file's path is not absolute"),
+    ("E031", "no-content", "A file has neither content nor source"),
+    ("E032", "symlink-without-target", "A symbolic link (mode 120xxx) has no content naming its target"),
+    ("E033", "content-and-source", "A file has both content and source"),
+    ("E034", "bad-base64", "base64 content does not decode"),
+    ("E035", "bad-mustache", "Mustache content does not parse"),
+    ("E036", "unknown-authentication", "An authentication name that no block defines"),
+    ("E037", "bad-url", "A source URL cfn-init cannot fetch"),
+    ("E040", "no-command", "A command without `command`"),
+    ("E050", "windows-only", "msi packages or windows services, refused on Linux"),
+    ("E051", "option-like", "A name or version starting with '-', refused"),
+    ("W001", "unknown-key", "A key cfn-init ignores"),
+    ("W002", "unknown-package-manager", "A package manager cfn-init skips"),
+    ("W003", "unknown-service-manager", "A service manager cfn-init skips"),
+    ("W004", "test-not-string", "A command's test that is not a string"),
+    ("W005", "string-boolean", "ignoreErrors as a string, which AWS's cfn-init reads as true unless empty"),
+    ("W006", "basic-auth-over-http", "A basic authentication block used over plain http"),
+    ("W007", "dropped-authentication", "An authentication block cfn-init drops"),
+];
+
+const CONFIG_KEYS: [&str; 7] = ["packages", "groups", "users", "sources", "files", "commands", "services"];
+const FILE_KEYS: [&str; 8] = ["content", "source", "encoding", "group", "owner", "mode", "authentication", "context"];
+const COMMAND_KEYS: [&str; 8] =
+    ["command", "env", "cwd", "test", "ignoreErrors", "waitAfterCompletion", "runas", "defaults"];
+const SERVICE_KEYS: [&str; 8] =
+    ["enabled", "ensureRunning", "files", "sources", "packages", "commands", "groups", "users"];
+const USER_KEYS: [&str; 3] = ["groups", "uid", "homeDir"];
+const GROUP_KEYS: [&str; 1] = ["gid"];
+const AUTH_KEYS: [&str; 10] = [
+    "type",
+    "accessKeyId",
+    "secretKey",
+    "sessionToken",
+    "token",
+    "roleName",
+    "buckets",
+    "username",
+    "password",
+    "uris",
+];
+
+struct Checker<'a> {
+    metadata: &'a Value,
+    document: &'a InitDocument,
+    findings: Vec<Finding>,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, severity: Severity, code: &'static str, pointer: &str, target: Target, message: String) {
+        self.findings.push(Finding { severity, code, message, pointer: pointer.to_string(), target, help: None });
+    }
+
+    fn error(&mut self, code: &'static str, pointer: &str, message: impl Into<String>) -> &mut Finding {
+        self.push(Severity::Error, code, pointer, Target::Value, message.into());
+        self.findings.last_mut().expect("just pushed")
+    }
+
+    fn warning(&mut self, code: &'static str, pointer: &str, message: impl Into<String>) -> &mut Finding {
+        self.push(Severity::Warning, code, pointer, Target::Key, message.into());
+        self.findings.last_mut().expect("just pushed")
+    }
+
+    fn raw(&self, pointer: &str) -> Option<&Value> {
+        self.metadata.pointer(pointer)
+    }
+
+    /// Keys of the object at `pointer` that are not in `known`.
+    fn unknown_keys(&mut self, pointer: &str, known: &[&str], what: &str) {
+        let Some(Value::Object(map)) = self.raw(pointer) else { return };
+        let unknown: Vec<String> = map.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
+        for key in unknown {
+            self.warning("W001", &format!("{pointer}/{}", pointer_step(&key)), format!("unknown {what} key {key}"))
+                .help = Some(format!("cfn-init ignores it; the keys are: {}", known.join(", ")));
+        }
+    }
+}
+
+fn with_help(finding: &mut Finding, help: impl Into<String>) {
+    finding.help = Some(help.into());
+}
+
+/// Checks the document parsed from `metadata`; `requested` are the configSets `-c` names.
+pub fn check(metadata: &Value, document: &InitDocument, requested: &[String]) -> Vec<Finding> {
+    let mut checker = Checker { metadata, document, findings: Vec::new() };
+    match &document.config_sets {
+        Ok(sets) => check_requested(&mut checker, sets, requested),
+        Err(ModelError(message)) => {
+            let pointer = format!("{}/configSets", document.pointer);
+            checker.error("E010", &pointer, message.clone());
+        }
+    }
+    for config in &document.configs {
+        match &config.sections {
+            Ok(sections) => {
+                checker.unknown_keys(&config.pointer, &CONFIG_KEYS, "section");
+                check_sections(&mut checker, sections);
+            }
+            Err(ModelError(message)) => {
+                checker.error("E012", &config.pointer, message.clone());
+            }
+        }
+    }
+    for block in &document.authentication {
+        checker.unknown_keys(&block.pointer, &AUTH_KEYS, "authentication");
+        if let Err(ModelError(message)) = &block.spec {
+            let help = "cfn-init drops this block; a file naming it fails".to_string();
+            with_help(checker.warning("W007", &block.pointer, message.clone()), help);
+        }
+    }
+    checker.findings
+}
+
+fn check_requested(checker: &mut Checker<'_>, sets: &ConfigSets, requested: &[String]) {
+    for name in requested {
+        if !sets.iter().any(|(set, _)| set == name) {
+            let pointer = format!("{}/configSets", checker.document.pointer);
+            let known: Vec<&str> = sets.iter().map(|(set, _)| set.as_str()).collect();
+            let finding = checker.error("E011", &pointer, format!("Error: no ConfigSet named {name} exists"));
+            with_help(finding, format!("the configSets are: {}", known.join(", ")));
+        }
+    }
+}
+
+/// A section's own error, and each entry's, as cfn-init would report them.
+fn entry_errors<T>(checker: &mut Checker<'_>, section: &Section<T>) {
+    match &section.items {
+        Err(ModelError(message)) => {
+            checker.error("E020", &section.pointer, message.clone());
+        }
+        Ok(items) => {
+            for item in items {
+                if let Err(error @ ModelError(message)) = &item.spec {
+                    if crate::model::is_missing_command(error) {
+                        let finding = checker.error("E040", &item.pointer, message.clone());
+                        with_help(finding, "add \"command\": a string for the shell, or a list of arguments");
+                    } else {
+                        checker.error("E021", &item.pointer, message.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_sections(checker: &mut Checker<'_>, sections: &Sections) {
+    check_packages(checker, &sections.packages);
+    entry_errors(checker, &sections.groups);
+    for group in sections.groups.entries() {
+        checker.unknown_keys(&group.pointer, &GROUP_KEYS, "group");
+        option_like(checker, &group.pointer, "groups", "group name", &group.key);
+    }
+    entry_errors(checker, &sections.users);
+    for user in sections.users.entries() {
+        checker.unknown_keys(&user.pointer, &USER_KEYS, "user");
+        option_like(checker, &user.pointer, "users", "user name", &user.key);
+    }
+    entry_errors(checker, &sections.sources);
+    for source in sections.sources.entries() {
+        if let Ok(location) = &source.spec {
+            check_source_location(checker, &source.pointer, location);
+        }
+    }
+    entry_errors(checker, &sections.files);
+    for file in sections.files.entries() {
+        checker.unknown_keys(&file.pointer, &FILE_KEYS, "file");
+        if let Ok(spec) = &file.spec {
+            check_file(checker, &file.pointer, spec);
+        }
+    }
+    entry_errors(checker, &sections.commands);
+    for command in sections.commands.entries() {
+        check_command(checker, command);
+    }
+    check_services(checker, &sections.services);
+}
+
+fn option_like(checker: &mut Checker<'_>, pointer: &str, section: &str, what: &str, value: &str) {
+    if let Err(message) = refuse_option_like(section, what, value) {
+        checker.push(Severity::Error, "E051", pointer, Target::Key, message);
+    }
+}
+
+fn check_packages(checker: &mut Checker<'_>, section: &Section<ManagerPackages>) {
+    entry_errors(checker, section);
+    for manager in section.entries() {
+        match &manager.spec {
+            Ok(ManagerPackages::Named(packages)) => {
+                for package in packages {
+                    let pointer = format!("{}/{}", manager.pointer, pointer_step(&package.name));
+                    if let Err(message) = crate::packages::check_package(&manager.key, package) {
+                        checker.push(Severity::Error, "E051", &pointer, Target::Key, message);
+                    }
+                }
+            }
+            Ok(ManagerPackages::Rpm(entries)) => {
+                for entry in entries {
+                    let pointer = format!("{}/{}", manager.pointer, pointer_step(&entry.label));
+                    for location in &entry.locations {
+                        option_like(checker, &pointer, "rpm", "location", location);
+                    }
+                }
+            }
+            Ok(ManagerPackages::Msi { listed: true }) => {
+                checker.error("E050", &manager.pointer, "MSI support is only available under Windows");
+            }
+            Ok(ManagerPackages::Unsupported) => {
+                let finding =
+                    checker.warning("W002", &manager.pointer, format!("Unsupported package manager: {}", manager.key));
+                with_help(finding, "cfn-init skips it; the managers are: apt, yum, dnf, zypper, python, rubygems, rpm");
+            }
+            Ok(ManagerPackages::Msi { listed: false }) | Err(_) => {}
+        }
+    }
+}
+
+fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<crate::document::ServiceSpec>>>) {
+    entry_errors(checker, section);
+    for manager in section.entries() {
+        let Ok(services) = &manager.spec else { continue };
+        if !SERVICE_MANAGERS.contains(&manager.key.as_str()) {
+            let finding =
+                checker.warning("W003", &manager.pointer, format!("Unsupported service manager: {}", manager.key));
+            with_help(finding, "cfn-init skips it; the managers are: sysvinit, systemd");
+            continue;
+        }
+        if manager.key == "windows" && !services.is_empty() {
+            checker.error("E050", &manager.pointer, "Cannot modify windows services without pywin32");
+        }
+        for service in services {
+            match &service.spec {
+                Ok(_) => checker.unknown_keys(&service.pointer, &SERVICE_KEYS, "service"),
+                Err(ModelError(message)) => {
+                    checker.error("E021", &service.pointer, message.clone());
+                }
+            }
+        }
+    }
+}
+
+fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
+    if !spec.path.starts_with('/') {
+        let message = format!("File specified with non-absolute path: {}", spec.path);
+        checker.push(Severity::Error, "E030", pointer, Target::Key, message);
+        with_help(checker.findings.last_mut().expect("just pushed"), format!("use an absolute path: /{}", spec.path));
+    }
+    let raw_content = checker.raw(&format!("{pointer}/content")).filter(|c| cfn_python::truth::is_truthy(c));
+    if spec.is_symlink() {
+        if !matches!(&spec.content, Some(Content::Text(t)) if !t.is_empty()) {
+            let finding = checker.error("E032", pointer, "Symbolic link specified without a destination");
+            with_help(finding, "give the link's target as \"content\"");
+        }
+        return;
+    }
+    match (&spec.content, &spec.source) {
+        (None, None) => {
+            let finding = checker.error("E031", pointer, "File specified without source or content");
+            with_help(finding, "add \"content\" or \"source\"");
+        }
+        (Some(Content::Json(value)), None) if !cfn_python::truth::is_truthy(value) => {
+            checker.error("E031", &format!("{pointer}/content"), "File specified without source or content");
+        }
+        (Some(_), Some(_)) if raw_content.is_some() => {
+            let finding = checker.error(
+                "E033",
+                &format!("{pointer}/source"),
+                format!(
+                    "{} has both content and source; cfn-init writes the content and ignores the source",
+                    spec.path
+                ),
+            );
+            with_help(finding, "remove one of them");
+        }
+        _ => {}
+    }
+    if let Some(Content::Text(text)) = &spec.content {
+        if spec.base64 {
+            if crate::files::decode_base64(text).is_err() {
+                let pointer = format!("{pointer}/content");
+                let finding = checker.error("E034", &pointer, format!("Malformed base64: {text}"));
+                with_help(finding, "check the padding and length, or remove \"encoding\"");
+            }
+        } else if let Some(context) = &spec.context
+            && let Err(e) = crate::mustache::render(text, context)
+            && !e.is_limit()
+        {
+            let message = format!("Failed to render content as a Mustache template: {e}");
+            checker.error("E035", &format!("{pointer}/content"), message);
+        }
+    }
+    if let Some(source) = &spec.source {
+        check_url(checker, &format!("{pointer}/source"), source, false);
+        if let Some(name) = &spec.authentication {
+            check_authentication(checker, pointer, name, source);
+        }
+    }
+}
+
+/// A `sources` location: a URL cfn-init downloads, or a local archive.
+fn check_source_location(checker: &mut Checker<'_>, pointer: &str, location: &str) {
+    if crate::sources::is_remote(location) || location.contains("://") {
+        check_url(checker, pointer, location, true);
+    }
+}
+
+/// A URL the downloader accepts: http or https (S3 objects by their https URL).
+fn check_url(checker: &mut Checker<'_>, pointer: &str, url: &str, archive: bool) {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let help = match scheme.as_deref() {
+        Some("http" | "https") => return,
+        Some("s3") => {
+            let rest = &url[5..];
+            let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+            format!("use the object's https URL: https://{bucket}.s3.amazonaws.com/{key}")
+        }
+        _ => "use an http:// or https:// URL".to_string(),
+    };
+    let shown = cfn_aws::http::redact_url(url);
+    let message = match scheme.as_deref() {
+        Some("ftp") if archive => format!(
+            "Failed to retrieve {shown}: ftp:// URLs are not supported by cfn-bootstrap (use http, https or S3)"
+        ),
+        Some(scheme) => format!("Failed to retrieve {shown}: Unsupported URL scheme {scheme}"),
+        None => format!("Failed to retrieve {shown}: Invalid URL: no scheme"),
+    };
+    with_help(checker.error("E037", pointer, message), help);
+}
+
+fn check_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, source: &str) {
+    let pointer = format!("{pointer}/authentication");
+    match checker.document.authentication(name).map(|block| &block.spec) {
+        None => {
+            let known: Vec<&str> = checker.document.authentication.iter().map(|b| b.key.as_str()).collect();
+            let message = format!("authentication {name} is not defined in AWS::CloudFormation::Authentication");
+            let help = if known.is_empty() {
+                "define it under AWS::CloudFormation::Authentication".to_string()
+            } else {
+                format!("the blocks are: {}", known.join(", "))
+            };
+            with_help(checker.error("E036", &pointer, message), help);
+        }
+        Some(Ok(AuthBlock::Basic(_))) if source.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")) => {
+            let message = format!("authentication {name} sends a password over plain http");
+            let finding = checker.warning("W006", &pointer, message);
+            finding.target = Target::Value;
+            with_help(finding, "use an https:// URL");
+        }
+        Some(_) => {}
+    }
+}
+
+fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
+    let pointer = &command.pointer;
+    checker.unknown_keys(pointer, &COMMAND_KEYS, "command");
+    if let Some(test) = checker.raw(&format!("{pointer}/test"))
+        && !test.is_string()
+        && !test.is_null()
+    {
+        let message = format!("the test of command {} is not a string", command.key);
+        let finding = checker.warning("W004", &format!("{pointer}/test"), message);
+        finding.target = Target::Value;
+        with_help(finding, "give the test as one shell command string");
+    }
+    if let Some(value @ Value::String(text)) = checker.raw(&format!("{pointer}/ignoreErrors")) {
+        // This cfn-init reads "false" as false; AWS's reads any non-empty string as true.
+        let (ours, theirs) = (cfn_python::truth::is_true(value), !text.is_empty());
+        let message = if ours == theirs {
+            format!("ignoreErrors is the string \"{text}\", not a boolean")
+        } else {
+            format!("ignoreErrors is the string \"{text}\": AWS's cfn-init reads it as {theirs}, this one as {ours}")
+        };
+        let finding = checker.warning("W005", &format!("{pointer}/ignoreErrors"), message);
+        finding.target = Target::Value;
+        with_help(finding, format!("write the boolean {ours} without quotes"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::INIT_KEY;
+    use serde_json::json;
+
+    fn findings(init: Value) -> Vec<(&'static str, String, String)> {
+        let metadata = json!({ INIT_KEY: init });
+        let document = InitDocument::parse(&metadata).unwrap();
+        check(&metadata, &document, &["default".to_string()])
+            .into_iter()
+            .map(|f| (f.code, f.pointer, f.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_config_has_no_findings() {
+        let init = json!({"config": {
+            "packages": {"apt": {"nginx": []}},
+            "files": {"/etc/a": {"content": "x", "mode": "000644"}},
+            "commands": {"01": {"command": "true", "ignoreErrors": false}},
+            "services": {"sysvinit": {"nginx": {"enabled": true, "files": ["/etc/a"]}}}
+        }});
+        assert_eq!(findings(init), []);
+    }
+
+    #[test]
+    fn every_rule_is_listed_once() {
+        let mut codes: Vec<&str> = RULES.iter().map(|r| r.0).collect();
+        codes.dedup();
+        assert_eq!(codes.len(), RULES.len());
+    }
+}

@@ -1,0 +1,409 @@
+//! `cfn-bootstrap validate` (issue 14, item 1): every check with a bad input, its
+//! message, the place it points at (found here by searching the text, independently of
+//! the parser's source map) and the exit status; the output formats; the inputs cfn-init
+//! takes (a file, `-`, a stack resource through the emulator); a clean seed metadata.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const INIT: &str = "AWS::CloudFormation::Init";
+
+/// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name.
+fn sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
+    sandbox
+}
+
+/// `validate FILE [args]` on `text` written to `metadata.json`.
+fn validate_text(sandbox: &Sandbox, text: &str, args: &[&str]) -> (Run, String) {
+    let file = sandbox.path("metadata.json");
+    std::fs::write(&file, text).unwrap();
+    let file = file.display().to_string();
+    let run = sandbox.cmd("cfn-bootstrap").arg("validate").arg(&file).args(args).run();
+    (run, file)
+}
+
+/// Line and column (1-based, in characters) where `marker` first occurs in `text`.
+fn place_of(text: &str, marker: &str) -> (usize, usize) {
+    let offset = text.find(marker).unwrap_or_else(|| panic!("{marker:?} is not in the text"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, column)
+}
+
+/// One check: the metadata, the arguments, where the finding points, what it says.
+struct Case {
+    code: &'static str,
+    text: String,
+    args: &'static [&'static str],
+    marker: &'static str,
+    message: &'static str,
+    help: Option<&'static str>,
+}
+
+/// Metadata whose Init has one config `config` (run by the default configSet).
+fn config(body: &str) -> String {
+    format!("{{\n  \"{INIT}\": {{\n    \"config\": {{\n{body}\n    }}\n  }}\n}}\n")
+}
+
+fn case(code: &'static str, text: String, marker: &'static str, message: &'static str) -> Case {
+    Case { code, text, args: &[], marker, message, help: None }
+}
+
+fn cases() -> Vec<Case> {
+    let files = |entries: &str| config(&format!("      \"files\": {{\n{entries}\n      }}"));
+    let commands = |entries: &str| config(&format!("      \"commands\": {{\n{entries}\n      }}"));
+    vec![
+        case("E001", "{\"a\": 1,,}".into(), ",}", "invalid JSON: key must be a string"),
+        case(
+            "E002",
+            config("      \"files\": {\"/a\": {\"content\": \"x\"}},\n      \"files\": {}"),
+            "\"files\": {}",
+            "duplicate key files: the value given at line 4 is lost",
+        ),
+        case("E003", "{\"Other\": {}}".into(), "{", "Could not find 'AWS::CloudFormation::Init' key"),
+        case(
+            "E010",
+            format!(
+                "{{\"{INIT}\": {{\n  \"configSets\": {{\"default\": [\"config\", \"gone\"]}},\n  \"config\": {{}}}}}}"
+            ),
+            "{\"default\"",
+            "No configuration found with name: gone",
+        ),
+        case(
+            "E010",
+            format!(
+                "{{\"{INIT}\": {{\n  \"configSets\": {{\"a\": [\"c\"], \"x\": [{{\"ConfigSet\": \"y\"}}], \
+                 \"y\": [{{\"ConfigSet\": \"x\"}}]}},\n  \"c\": {{}}}}}}"
+            ),
+            "{\"a\"",
+            "At least one circular dependency detected; this is not allowed. Culprits: x, y",
+        ),
+        Case {
+            args: &["-c", "deploy"],
+            help: Some("the configSets are: default"),
+            ..case("E011", config(""), "{\n    \"config\"", "Error: no ConfigSet named deploy exists")
+        },
+        case(
+            "E012",
+            format!("{{\"{INIT}\": {{\n  \"config\": 5}}}}"),
+            "5}",
+            "config config: must be an object, not a number",
+        ),
+        case(
+            "E020",
+            config("      \"files\": [\"/etc/a\"]"),
+            "[\"/etc/a\"]",
+            "config config: files must be an object, not a list",
+        ),
+        case(
+            "E021",
+            files("        \"/etc/a\": {\"content\": \"x\", \"mode\": \"rw-r--r--\"}"),
+            "{\"content\"",
+            "config config, files /etc/a: mode must be an octal string like \"000644\"",
+        ),
+        Case {
+            help: Some("use an absolute path: /etc/motd"),
+            ..case(
+                "E030",
+                files("        \"etc/motd\": {\"content\": \"hi\"}"),
+                "\"etc/motd\"",
+                "File specified with non-absolute path: etc/motd",
+            )
+        },
+        case(
+            "E031",
+            files("        \"/etc/a\": {\"mode\": \"000644\"}"),
+            "{\"mode\"",
+            "File specified without source or content",
+        ),
+        case(
+            "E032",
+            files("        \"/etc/link\": {\"mode\": \"120777\"}"),
+            "{\"mode\"",
+            "Symbolic link specified without a destination",
+        ),
+        case(
+            "E033",
+            files("        \"/etc/a\": {\"content\": \"x\",\n          \"source\": \"https://example.com/a\"}"),
+            "\"https://example.com/a\"",
+            "/etc/a has both content and source; cfn-init writes the content and ignores the source",
+        ),
+        case(
+            "E034",
+            files("        \"/etc/a\": {\"encoding\": \"base64\", \"content\": \"abc\"}"),
+            "\"abc\"",
+            "Malformed base64: abc",
+        ),
+        case(
+            "E035",
+            files("        \"/etc/a\": {\"context\": {}, \"content\": \"{{/done}}\"}"),
+            "\"{{/done}}\"",
+            "Failed to render content as a Mustache template: closing tag {{/done}} at 1:1 has no open section",
+        ),
+        case(
+            "E036",
+            files("        \"/etc/a\": {\"source\": \"https://example.com/a\", \"authentication\": \"web\"}"),
+            "\"web\"",
+            "authentication web is not defined in AWS::CloudFormation::Authentication",
+        ),
+        Case {
+            help: Some("use the object's https URL: https://my-bucket.s3.amazonaws.com/app.conf"),
+            ..case(
+                "E037",
+                files("        \"/etc/a\": {\"source\": \"s3://my-bucket/app.conf\"}"),
+                "\"s3://",
+                "Failed to retrieve s3://my-bucket/app.conf: Unsupported URL scheme s3",
+            )
+        },
+        case(
+            "E037",
+            config("      \"sources\": {\"/opt/app\": \"ftp://example.com/app.tgz\"}"),
+            "\"ftp://",
+            "Failed to retrieve ftp://example.com/app.tgz: ftp:// URLs are not supported by cfn-bootstrap (use http, https or S3)",
+        ),
+        case(
+            "E040",
+            commands("        \"01_migrate\": {\"cwd\": \"/srv\"}"),
+            "{\"cwd\"",
+            "01_migrate does not specify the 'command' attribute, which is required",
+        ),
+        case(
+            "E050",
+            config("      \"packages\": {\"msi\": {\"app\": \"https://example.com/app.msi\"}}"),
+            "{\"app\"",
+            "MSI support is only available under Windows",
+        ),
+        case(
+            "E051",
+            config("      \"packages\": {\"apt\": {\"-oDebug::X=1\": []}}"),
+            "\"-oDebug",
+            "Refusing apt package name -oDebug::X=1: it must not start with '-'",
+        ),
+        case(
+            "W001",
+            files("        \"/etc/a\": {\"content\": \"x\", \"mdoe\": \"000644\"}"),
+            "\"mdoe\"",
+            "unknown file key mdoe",
+        ),
+        case(
+            "W002",
+            config("      \"packages\": {\"brew\": {\"jq\": []}}"),
+            "\"brew\"",
+            "Unsupported package manager: brew",
+        ),
+        case(
+            "W003",
+            config("      \"services\": {\"upstart\": {\"nginx\": {}}}"),
+            "\"upstart\"",
+            "Unsupported service manager: upstart",
+        ),
+        case(
+            "W004",
+            commands("        \"01\": {\"command\": \"make\", \"test\": [\"test\", \"-e\", \"/x\"]}"),
+            "[\"test\"",
+            "the test of command 01 is not a string",
+        ),
+        case(
+            "W005",
+            commands("        \"01\": {\"command\": \"make\", \"ignoreErrors\": \"false\"}"),
+            "\"false\"",
+            "ignoreErrors is the string \"false\": AWS's cfn-init reads it as true, this one as false",
+        ),
+        case(
+            "W006",
+            format!(
+                "{{\"AWS::CloudFormation::Authentication\": {{\"web\": {{\"type\": \"basic\", \"username\": \"u\", \
+                 \"password\": \"p\"}}}},\n{}",
+                &files("        \"/etc/a\": {\"source\": \"http://example.com/a\", \"authentication\": \"web\"}")[1..]
+            ),
+            "\"web\"}",
+            "authentication web sends a password over plain http",
+        ),
+        case(
+            "W007",
+            format!(
+                "{{\"AWS::CloudFormation::Authentication\": {{\n  \"sso\": {{\"type\": \"oauth\"}}}},\n{}",
+                &config("")[1..]
+            ),
+            "\"sso\"",
+            "Unrecognized authentication type: oauth",
+        ),
+    ]
+}
+
+/// SPEC §10: each check, on a file, points at its place with the message cfn-init would
+/// print; errors exit 1, warnings alone 0.
+#[test]
+fn each_check_reports_its_message_place_and_exit_status() {
+    let sandbox = sandbox();
+    for case in cases() {
+        let (run, file) = validate_text(&sandbox, &case.text, case.args);
+        let (line, column) = place_of(&case.text, case.marker);
+        let severity = if case.code.starts_with('E') { "error" } else { "warning" };
+        let head = format!("{file}:{line}:{column}: {severity}[{}]: {}\n", case.code, case.message);
+        assert!(run.stdout.contains(&head), "{}: expected\n{head}in\n{run}", case.code);
+        // The offending line, quoted, and a caret under the column.
+        let quoted = case.text.lines().nth(line - 1).unwrap();
+        let gutter = " ".repeat(line.to_string().len());
+        let caret = format!("{line} | {quoted}\n{gutter} | {}^\n", " ".repeat(column - 1));
+        assert!(run.stdout.contains(&caret), "{}: no caret\n{caret}in\n{run}", case.code);
+        if let Some(help) = case.help {
+            assert!(run.stdout.contains(&format!("{gutter} = help: {help}\n")), "{}: no help\n{run}", case.code);
+        }
+        run.code(if severity == "error" { 1 } else { 0 }).stderr_is("");
+    }
+}
+
+/// The seed metadata (the scenario's stack, as cfn-get-metadata prints it) is clean.
+#[test]
+fn the_seed_metadata_validates_clean() {
+    let sandbox = sandbox();
+    let seed = workspace().join("tests/validate/seed-metadata.json").display().to_string();
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["validate", "-c", "create,update", &seed])
+        .run()
+        .code(0)
+        .stdout_is(&format!("{seed}: 0 errors, 0 warnings\n"))
+        .stderr_is("");
+}
+
+/// INIT-CLI-02: `-` reads standard input, named `<stdin>` in findings.
+#[test]
+fn standard_input_is_read_with_positions() {
+    let sandbox = sandbox();
+    let text = config("      \"files\": {\"tmp/x\": {\"content\": \"x\"}}");
+    let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-"]).stdin(text.as_bytes()).run();
+    run.code(1).stdout_has("<stdin>:4:17: error[E030]: File specified with non-absolute path: tmp/x\n");
+}
+
+/// A stack resource through the emulator: cfn-init's options and credentials; findings
+/// name the resource and the JSON pointer (there is no file to point into).
+#[test]
+fn a_stack_resource_is_read_with_cfn_init_options() {
+    let emulator = Emulator::shared();
+    let sandbox = sandbox();
+    let metadata: Value =
+        serde_json::from_str(&config("\"files\": {\"/etc/a\": {\"content\": \"x\", \"mode\": \"9\"}}")).unwrap();
+    let stack = emulator.create_stack(&unique("validate"), &instance_template(&metadata));
+    let run =
+        sandbox.cmd("cfn-bootstrap").args(["validate", "-s", &stack, "-r", "Instance"]).with_keys(&emulator).run();
+    run.code(1).stderr_is("").stdout_has(&format!(
+        "stack {stack} resource Instance: error[E021]: config config, files /etc/a: mode must be an octal string \
+         like \"000644\" (at /{INIT}/config/files/~1etc~1a)\n"
+    ));
+    let seed: Value =
+        serde_json::from_slice(&std::fs::read(workspace().join("tests/validate/seed-metadata.json")).unwrap()).unwrap();
+    let stack = emulator.create_stack(&unique("validate"), &instance_template(&seed));
+    let args = ["validate", "-s", &stack, "-r", "Instance", "-c", "create"];
+    sandbox.cmd("cfn-bootstrap").args(args).with_keys(&emulator).run().code(0).stdout_has("0 errors, 0 warnings");
+    // A resource without metadata is reported as cfn-init reports it.
+    let args = ["validate", "-s", &stack, "-r", "Bare"];
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(args)
+        .with_keys(&emulator)
+        .run()
+        .code(1)
+        .stderr_is("Error: Bare does not specify any metadata\n");
+}
+
+/// Usage errors exit 2: no source, two sources, half a stack resource, a bad format.
+#[test]
+fn usage_errors_exit_2() {
+    let sandbox = sandbox();
+    let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").arg("validate").args(args).run();
+    validate(&[]).code(2).stdout_is("").stderr_has("You must specify an input source for metadata");
+    validate(&["a.json", "-s", "s", "-r", "r"]).code(2).stderr_has("more than one input source");
+    validate(&["-s", "s"]).code(2).stderr_has("You must specify both a stack name and logical resource id");
+    validate(&["--format", "xml", "a.json"]).code(2).stderr_has("invalid value 'xml'");
+    // An unreadable file is an error, not a usage error.
+    validate(&["/nonexistent/metadata.json"])
+        .code(1)
+        .stderr_is("Could not read /nonexistent/metadata.json: No such file or directory\n");
+}
+
+fn bad_metadata() -> String {
+    config(
+        "      \"files\": {\"etc/a\": {\"content\": \"x\"}},\n      \"commands\": {\"01\": {\"command\": \"x\", \"ignoreErrors\": \"no\"}}",
+    )
+}
+
+#[test]
+fn json_output_lists_findings_with_places() {
+    let sandbox = sandbox();
+    let (run, file) = validate_text(&sandbox, &bad_metadata(), &["--format", "json"]);
+    run.code(1);
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        (out["source"].as_str(), out["errors"].as_u64(), out["warnings"].as_u64()),
+        (Some(&*file), Some(1), Some(1))
+    );
+    let first = &out["findings"][0];
+    assert_eq!(first["code"], "E030");
+    assert_eq!(first["rule"], "relative-path");
+    assert_eq!(first["pointer"], format!("/{INIT}/config/files/etc~1a"));
+    assert_eq!((first["line"].as_u64(), first["column"].as_u64()), (Some(4), Some(17)));
+    assert_eq!(first["help"], "use an absolute path: /etc/a");
+    assert_eq!(out["findings"][1]["severity"], "warning");
+    assert_eq!(out["findings"][1]["code"], "W005");
+}
+
+/// The SARIF 2.1.0 shape code-scanning UIs require: version and schema, one run whose
+/// driver describes every rule, results that name a described rule (and its index), a
+/// level SARIF knows, a message, and a region of the artifact with 1-based positions.
+#[test]
+fn sarif_output_has_the_2_1_0_shape() {
+    let sandbox = sandbox();
+    let (run, file) = validate_text(&sandbox, &bad_metadata(), &["--format", "sarif"]);
+    run.code(1);
+    let sarif: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(sarif["$schema"].as_str().unwrap().ends_with("sarif-2.1.0.json"));
+    let runs = sarif["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert!(!driver["name"].as_str().unwrap().is_empty());
+    let rules: Vec<&str> = driver["rules"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for rule in driver["rules"].as_array().unwrap() {
+        assert!(!rule["shortDescription"]["text"].as_str().unwrap().is_empty(), "{rule}");
+    }
+    let results = runs[0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for result in results {
+        let id = result["ruleId"].as_str().unwrap();
+        assert_eq!(rules[result["ruleIndex"].as_u64().unwrap() as usize], id);
+        assert!(["error", "warning", "note", "none"].contains(&result["level"].as_str().unwrap()));
+        assert!(!result["message"]["text"].as_str().unwrap().is_empty());
+        let physical = &result["locations"][0]["physicalLocation"];
+        assert_eq!(physical["artifactLocation"]["uri"], file.as_str());
+        assert!(physical["region"]["startLine"].as_u64().unwrap() >= 1);
+        assert!(physical["region"]["startColumn"].as_u64().unwrap() >= 1);
+        assert!(result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].as_str().unwrap().starts_with('/'));
+    }
+    assert_eq!(results[0]["ruleId"], "E030");
+    assert_eq!(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 4);
+}
+
+/// validate is a subcommand like the others: its help, its manual page.
+#[test]
+fn validate_has_help_and_a_manual_page() {
+    let sandbox = sandbox();
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["help", "validate"])
+        .run()
+        .code(0)
+        .stdout_has("Usage: cfn-bootstrap validate [OPTIONS] [FILE]")
+        .stdout_has("--credential-file");
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["man", "cfn-bootstrap-validate"])
+        .run()
+        .code(0)
+        .stdout_has(".TH cfn-bootstrap-validate 1");
+}
