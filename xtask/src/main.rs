@@ -9,6 +9,7 @@ mod dist;
 mod emulator;
 mod fleet;
 mod fuzz;
+mod instance;
 mod soak;
 mod systemd_root;
 mod testroot;
