@@ -144,14 +144,21 @@ exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-
     fn wait_for_systemd(&self) -> Result<()> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
-            // Until PID 1 has exec'd systemd in the chroot, systemctl finds no manager.
-            let (_, state) = self.exec("timeout 30 systemctl is-system-running --wait 2>&1")?;
-            let state = state.trim();
-            if state == "running" || state == "degraded" {
-                return Ok(());
+            // Until PID 1 is systemd, nsenter's root is not yet the chroot's (and the
+            // systemctl there could answer for another manager).
+            let comm = std::fs::read_to_string(format!("/proc/{}/comm", self.pid1)).unwrap_or_default();
+            if comm.trim() == "systemd" {
+                let (_, state) = self.exec("timeout 30 systemctl is-system-running --wait 2>&1")?;
+                let state = state.trim().to_string();
+                if state == "running" || state == "degraded" {
+                    return Ok(());
+                }
+                if std::time::Instant::now() > deadline {
+                    bail!("systemd did not finish booting: `systemctl is-system-running` says {state:?}");
+                }
             }
             if std::time::Instant::now() > deadline {
-                bail!("systemd did not finish booting: `systemctl is-system-running` says {state:?}");
+                bail!("PID 1 of the instance is not systemd: {comm:?}");
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
