@@ -59,7 +59,7 @@ fn golden(tool: &str, case: &str, stream: &str) -> String {
 /// lines are inserted after `--no-daemon`; every other byte is still compared.
 fn with_hup_foreground(text: String) -> String {
     const NO_DAEMON: &str = "  --no-daemon           Do not daemonize\n";
-    const FOREGROUND: &str = "  -F, --foreground      Run as a service without detaching (for systemd\n                        Type=simple)\n";
+    const FOREGROUND: &str = "  -F, --foreground      Run as a service without detaching (for systemd\n                        Type=notify)\n";
     if !text.contains("\nOptions:\n") {
         return text;
     }

@@ -332,7 +332,7 @@ fn systemd_units_are_enabled_and_disabled_with_the_real_systemctl() {
     o.metadata("missing", svc(true));
     // Restart and start go through the real systemctl too, but no systemd runs in the
     // root, so systemctl refuses them: these show the commands sent and the errors,
-    // not a service really restarted or started.
+    // not a service really restarted or started (tests/systemd.rs does that, with systemd).
     o.metadata(
         "restart",
         serde_json::json!({"config": {

@@ -6,14 +6,22 @@
 //! cfn-hup service runs, and after UpdateStack the page changes within one cfn-hup
 //! interval, with exactly one action, as the logs tell in the reference's formats.
 //!
-//! Needs root, the isolated Debian root v3 (with nginx in its local repository) and the
-//! .deb: `cargo xtask test` provides both (`CFN_TEST_ROOTFS`, `CFN_TEST_DIST`); without
-//! them the test fails and says so.
+//! The same scenario runs once more with systemd as the instance's init (the systemd
+//! root): the same user data, `services: systemd` in the template, cfn-hup as the .deb's
+//! unit; then the unit is reloaded and stopped with systemctl, and its journal read.
+//!
+//! Needs root, the isolated Debian root v3 (with nginx in its local repository), the
+//! systemd root and the .deb: `cargo xtask test` provides them (`CFN_TEST_ROOTFS`,
+//! `CFN_TEST_SYSTEMD_ROOTFS`, `CFN_TEST_DIST`); without them the tests fail and say so.
 
 mod common;
 
+#[path = "../xtask/src/instance.rs"]
+mod instance;
 #[path = "../xtask/src/scenario.rs"]
 mod scenario;
+
+use instance::Init;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -74,13 +82,75 @@ fn count(messages: &[String], line: &str) -> usize {
 
 #[test]
 fn hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once() {
-    let rootfs = common::debian_root::rootfs();
+    let (out, context, dir) = run(Init::Shell, common::debian_root::rootfs());
+    let hup = &out.hup_service;
+    let pid = hup.lines().find_map(|l| l.strip_prefix("pid file: ")).unwrap_or_default().trim().to_string();
+    assert!(!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()), "{hup}\n{context}");
+    assert!(hup.contains(&format!("cfn-hup (pid {pid}) is running...")), "{hup}");
+    assert!(hup.contains("process: /opt/aws/bin/cfn-hup -c /etc/cfn"), "{hup}");
+    for link in ["cfn-hup", "nginx"] {
+        assert!(hup.lines().any(|l| l.starts_with('S') && l.ends_with(link)), "{link} not enabled:\n{hup}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// INIT-SVC-05, HUP-RUN-05, HUP-RUN-06: the scenario with systemd as init, then the
+/// .deb's cfn-hup unit reloaded and stopped with systemctl.
+#[test]
+fn on_systemd_the_same_user_data_works_and_the_cfn_hup_unit_reloads_stops_and_logs_to_the_journal() {
+    let (out, context, dir) = run(Init::Systemd, common::systemd_root::rootfs());
+    let hup = &out.hup_service;
+    // Enabled and started by cfn-init's `services: systemd` (enable, then start).
+    assert!(hup.contains("cfn-hup: enabled active\n"), "{hup}\n{context}");
+    assert!(hup.contains("nginx: enabled active\n"), "{hup}\n{context}");
+    assert!(hup.contains("unit: /lib/systemd/system/cfn-hup.service\n"), "the .deb's unit: {hup}");
+    assert!(hup.contains("process: /opt/aws/bin/cfn-hup --foreground \n"), "{hup}");
+    let pid =
+        |label: &str| out.reload.lines().find_map(|l| l.strip_prefix(label)).unwrap_or_default().trim().to_string();
+
+    // Reload: the same process read its configuration again, and has the new hook.
+    let before = pid("main pid before: ");
+    assert!(!before.is_empty() && before != "0", "{}", out.reload);
+    assert_eq!(pid("main pid after: "), before, "{}", out.reload);
+    let reload = messages("cfn-hup.log (reload)", &out.reload_log);
+    assert!(
+        reload.iter().any(|m| m.starts_with("[INFO] Received SIGHUP: reloading the configuration from /etc/cfn")),
+        "{}",
+        out.reload
+    );
+    assert!(
+        reload.iter().any(|m| m.starts_with("[INFO] Configuration reloaded: 2 hook(s) on stack ")),
+        "{}",
+        out.reload
+    );
+
+    // Stop: within seconds (TimeoutStopSec is 90 s), cleanly (SIGTERM handled, exit 0).
+    assert!(out.stop_took < std::time::Duration::from_secs(5), "stop took {:?}", out.stop_took);
+    for line in ["is-active: inactive", "Result=success", "ExecMainCode=1", "ExecMainStatus=0"] {
+        assert!(out.stopped.lines().any(|l| l == line), "{line}: {}", out.stopped);
+    }
+
+    // The journal has cfn-hup's own lines, from start to stop.
+    let hook = scenario::HOOK;
+    for line in [
+        format!("[INFO] Data has changed from previous state; action for {hook} will be run"),
+        "[INFO] Received SIGHUP: reloading the configuration from /etc/cfn".to_string(),
+    ] {
+        assert!(out.journal.lines().any(|l| l.get(24..) == Some(line.as_str())), "{line}\n{}", out.journal);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the scenario on `rootfs` with `init`, checks what both inits have in common, and
+/// returns the outcome, the logs to show on failure and the run's directory.
+fn run(init: Init, rootfs: PathBuf) -> (scenario::Outcome, String, PathBuf) {
     // A directory of its own (runs may overlap), kept when the test fails.
     let base = common::workspace().join("target/testroot/runs");
     std::fs::create_dir_all(&base).unwrap();
     let dir = tempfile::Builder::new().prefix("scenario-").tempdir_in(&base).unwrap().keep();
     let config = scenario::Config {
         rootfs,
+        init,
         deb: deb(),
         python: common::emulator_python(),
         emulator_script: common::workspace().join("tests/emulator/moto_cfn_server.py"),
@@ -109,15 +179,6 @@ fn hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once() {
     let signals = out.signals.as_array().expect("a list of signals");
     assert_eq!(signals.len(), 1, "{}", out.signals);
     assert!(out.signals.to_string().contains("SUCCESS"), "{}", out.signals);
-    let hup = &out.hup_service;
-    let pid = hup.lines().find_map(|l| l.strip_prefix("pid file: ")).unwrap_or_default().trim().to_string();
-    assert!(!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()), "{hup}");
-    assert!(hup.contains(&format!("cfn-hup (pid {pid}) is running...")), "{hup}");
-    assert!(hup.contains("process: /opt/aws/bin/cfn-hup -c /etc/cfn"), "{hup}");
-    for link in ["cfn-hup", "nginx"] {
-        assert!(hup.lines().any(|l| l.starts_with('S') && l.ends_with(link)), "{link} not enabled:\n{hup}");
-    }
-
     // Updated: the page changed within one interval of cfn-hup (plus the action's own
     // time) and stays changed.
     assert_eq!(out.stack_status_after_update, "UPDATE_COMPLETE");
@@ -161,5 +222,5 @@ fn hello_world_with_unchanged_user_data_then_cfn_hup_applies_an_update_once() {
     let total: f64 = out.total.as_secs_f64();
     eprintln!("scenario wall time: {total:.1} s; phases: {:?}", out.timings);
     assert!(out.total < Duration::from_secs(120), "the scenario took {total:.0} s");
-    std::fs::remove_dir_all(&dir).unwrap();
+    (out, context, dir)
 }

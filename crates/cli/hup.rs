@@ -6,8 +6,8 @@
 //! * `--no-daemon`: one pass over the update hooks and one receive round of the command
 //!   listener, then exit (HUP-RUN-01);
 //! * default: a classic daemon (double fork, pid file), for SysV init scripts (HUP-RUN-02);
-//! * `-F`/`--foreground`: the same service without detaching, for systemd `Type=simple`
-//!   (HUP-RUN-05).
+//! * `-F`/`--foreground`: the same service without detaching, for systemd `Type=notify`
+//!   (HUP-RUN-05; it tells systemd when it is ready: `cfn_hooks::readiness`).
 //!
 //! The service itself (passes, the command listener, signals) is
 //! `cfn_hooks::service_loop`: tasks on the process's one current-thread runtime, which
@@ -54,7 +54,7 @@ pub fn parser(prog: &str) -> Parser {
                 Some('F'),
                 "foreground",
                 "foreground",
-                "Run as a service without detaching (for systemd Type=simple)",
+                "Run as a service without detaching (for systemd Type=notify)",
             ),
             Opt::flag(Some('v'), "verbose", "verbose", "Enables verbose logging"),
         ],

@@ -13,6 +13,10 @@
 //! cfn-init's own messages, a package tool's or a command's output (SEC-02, LOG-08).
 //! If the main log cannot be opened the tool says so on stderr and logs there instead;
 //! the command and wire logs are then dropped, as in the reference.
+//! When stderr is systemd's journal (a service's output, `JOURNAL_STREAM` naming the
+//! stderr stream) the main log's lines go to the journal too, so `journalctl -u cfn-hup`
+//! shows them; a tool whose stderr is anything else (a pipe, a terminal) never writes
+//! them there, even when it inherited `JOURNAL_STREAM`.
 
 use cfn_aws::http;
 use cfn_host::paths;
@@ -102,6 +106,8 @@ impl RotatingFile {
 
 enum MainSink {
     File(RotatingFile),
+    /// The file, and each line to stderr (the journal).
+    FileAndJournal(RotatingFile),
     Stderr,
 }
 
@@ -120,6 +126,10 @@ impl WriteLine for MainSink {
     fn write_line(&mut self, line: &str) {
         match self {
             MainSink::File(file) => file.write_line(line),
+            MainSink::FileAndJournal(file) => {
+                file.write_line(line);
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
             MainSink::Stderr => {
                 let _ = std::io::stderr().write_all(line.as_bytes());
             }
@@ -228,6 +238,7 @@ where
     let dir = paths::log_dir();
     let main_path = dir.join(main_name);
     let (main, side_logs) = match RotatingFile::open(&main_path) {
+        Ok(file) if stderr_is_journal() => (MainSink::FileAndJournal(file), true),
         Ok(file) => (MainSink::File(file), true),
         Err(_) => {
             eprintln!("Could not open {} for logging.  Using stderr instead.", main_path.display());
@@ -237,6 +248,16 @@ where
     let side = |name: &str| side_logs.then(|| RotatingFile::open(&dir.join(name)).ok().map(Sink::new)).flatten();
     let layer = FileLayer { level, main: Sink::new(main), cmd: side("cfn-init-cmd.log"), wire: side("cfn-wire.log") };
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer).with(extra));
+}
+
+/// Whether stderr is the journal stream systemd connected (`JOURNAL_STREAM` is
+/// `<device>:<inode>` of it, as systemd.exec(5) says to check).
+fn stderr_is_journal() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else { return false };
+    // stat(2) of the descriptor, a socket included.
+    let Ok(stderr) = std::fs::metadata("/proc/self/fd/2") else { return false };
+    stream.to_str() == Some(&format!("{}:{}", stderr.dev(), stderr.ino()))
 }
 
 fn level_name(level: &Level) -> &'static str {

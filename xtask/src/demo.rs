@@ -56,6 +56,7 @@ fn end_to_end() -> Result<()> {
     let work = workspace().join("demo/instance");
     let out = scenario::run(scenario::Config {
         rootfs,
+        init: crate::instance::Init::Shell,
         deb,
         python,
         emulator_script: workspace().join("tests/emulator/moto_cfn_server.py"),

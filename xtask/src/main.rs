@@ -9,7 +9,9 @@ mod dist;
 mod emulator;
 mod fleet;
 mod fuzz;
+mod instance;
 mod soak;
+mod systemd_root;
 mod testroot;
 
 use anyhow::{Context, Result, bail};
@@ -80,6 +82,8 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     let python = emulator::ensure_venv()?;
     // The isolated Debian root of tests/init_system.rs (built once, then cached).
     let rootfs = testroot::ensure()?;
+    // The systemd root of tests/systemd.rs, made from it (built once, then cached).
+    let systemd_rootfs = rootfs.as_deref().map(systemd_root::ensure).transpose()?;
     // The x86_64 release artifacts for tests/dist.rs (cached release build).
     let dist = dist::for_tests()?;
 
@@ -97,6 +101,7 @@ fn test(extra: &[String]) -> Result<ExitCode> {
         .env("CFN_TEST_EMULATOR", &emulator.url)
         .env("CFN_TEST_PYTHON", &python)
         .envs(rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r)))
+        .envs(systemd_rootfs.iter().map(|r| ("CFN_TEST_SYSTEMD_ROOTFS", r)))
         .env("CFN_TEST_DIST", &dist)
         .stdout(Stdio::piped())
         .spawn()

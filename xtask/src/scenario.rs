@@ -20,22 +20,27 @@
 //! cfn-hup service runs; UpdateStack changes the page; cfn-hup notices within one
 //! interval and runs cfn-init once, the page changes.
 //!
-//! The one test aid: `/etc/default/cfn-hup` (read by the shipped SysV script) exports
-//! `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS`, so cfn-hup polls every few seconds instead of
-//! once a minute (`interval=1` in cfn-hup.conf).
+//! The same runs on systemd (`Init::Systemd`, the systemd root of
+//! xtask/src/systemd_root.rs): systemd is PID 1 of the instance, the template's services
+//! say `systemd` where they said `sysvinit` (the user data is the same), and cfn-hup runs
+//! as the .deb's unit. Then the unit itself is checked: `systemctl reload` re-reads the
+//! configuration, `systemctl stop` ends it, and its lines are in the journal.
 //!
-//! Teardown is by construction: every process of the instance lives in its PID namespace,
-//! whose init is killed at the end (and, through `PR_SET_PDEATHSIG` and
-//! `unshare --kill-child`, when this process dies); mounts live in the instance's mount
-//! namespace; both network namespaces disappear with their last process, taking the veth
-//! pair with them. The emulator is killed at the end or when this process dies.
+//! The one test aid: cfn-hup gets `CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS`, so it polls every
+//! few seconds instead of once a minute (`interval=1` in cfn-hup.conf): exported by
+//! `/etc/default/cfn-hup` (read by the shipped SysV script), or set by a drop-in of the
+//! unit on systemd.
+//!
+//! Teardown is by construction (xtask/src/instance.rs): the instance's PID namespace dies
+//! with its init; both network namespaces disappear with their last process, taking the
+//! veth pair with them. The emulator is killed at the end or when this process dies.
 #![allow(dead_code)]
 
+use crate::instance::{Init, Instance, Layers, die_with_parent};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,12 +58,16 @@ const IMDS_ADDRESS: &str = "169.254.169.254";
 const CONTROL_PORT: u16 = 5000;
 const ACCESS_KEY: &str = "AKIDSCENARIO";
 const SECRET_KEY: &str = "scenario/secret";
-const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// A second hook written before `systemctl reload cfn-hup` (it never runs: no update).
+const RELOAD_HOOK: &str = "/etc/cfn/hooks.d/after-reload.conf";
 
 /// What the scenario needs from its caller.
 pub struct Config {
-    /// The cached Debian root (never modified: overlaid).
+    /// The cached Debian root, or the systemd root for `Init::Systemd` (never modified:
+    /// overlaid).
     pub rootfs: PathBuf,
+    /// What runs as the instance's PID 1, and so which service manager the template names.
+    pub init: Init,
     /// The cfn-bootstrap .deb of `cargo xtask dist`.
     pub deb: PathBuf,
     /// The emulator's Python and script.
@@ -80,7 +89,9 @@ pub struct Outcome {
     pub first_page: String,
     pub stack_status: String,
     pub signals: Value,
-    /// `service cfn-hup status`, the pid file and the process's command line.
+    /// SysV: `service cfn-hup status`, the pid file and the process's command line.
+    /// systemd: `systemctl is-enabled` and `is-active` of cfn-hup and nginx, cfn-hup's
+    /// main PID and its command line.
     pub hup_service: String,
     pub second_page: String,
     /// From UpdateStack to the new page being served.
@@ -91,6 +102,16 @@ pub struct Outcome {
     pub cfn_init_log: String,
     pub cfn_init_cmd_log: String,
     pub cfn_hup_log: String,
+    /// systemd only: the main PID before and after `systemctl reload cfn-hup`, and what
+    /// cfn-hup.log got meanwhile.
+    pub reload: String,
+    pub reload_log: String,
+    /// systemd only: how long `systemctl stop cfn-hup` took, and the unit afterwards
+    /// (`is-active`, `Result`, the main process's exit status).
+    pub stop_took: Duration,
+    pub stopped: String,
+    /// systemd only: `journalctl -u cfn-hup`.
+    pub journal: String,
     pub timings: Vec<(&'static str, Duration)>,
     pub total: Duration,
 }
@@ -150,19 +171,12 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     if work.exists() {
         std::fs::remove_dir_all(work).with_context(|| format!("empty {}", work.display()))?;
     }
-    let [upper, overlay_work, merged, tls] = ["upper", "work", "merged", "tls"].map(|d| work.join(d));
-    for dir in [&upper, &overlay_work, &merged, &tls] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let layers = Layers::under(&config.rootfs, work)?;
+    let upper = layers.upper.clone();
+    let tls = work.join("tls");
+    std::fs::create_dir_all(&tls)?;
     certificates(&tls)?;
-    let put = |path: &str, content: &[u8], mode: u32| -> Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        let target = upper.join(path.trim_start_matches('/'));
-        std::fs::create_dir_all(target.parent().expect("absolute path"))?;
-        std::fs::write(&target, content)?;
-        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))?;
-        Ok(())
-    };
+    let put = |path: &str, content: &[u8], mode: u32| layers.put(path, content, mode);
     put(
         "/etc/hosts",
         format!(
@@ -173,18 +187,29 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
         0o644,
     )?;
     put("/etc/cfn/ca-override.pem", &std::fs::read(tls.join("ca.pem"))?, 0o644)?;
-    put(
-        "/etc/default/cfn-hup",
-        format!(
-            "# Test aid (cfn-bootstrap scenario): poll every few seconds, not every interval= minutes.\n\
-             export CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS={}\n",
-            config.hup_interval.as_secs_f64()
-        )
-        .as_bytes(),
-        0o644,
-    )?;
+    let interval = config.hup_interval.as_secs_f64();
+    match config.init {
+        Init::Shell => put(
+            "/etc/default/cfn-hup",
+            format!(
+                "# Test aid (cfn-bootstrap scenario): poll every few seconds, not every interval= minutes.\n\
+                 export CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS={interval}\n"
+            )
+            .as_bytes(),
+            0o644,
+        )?,
+        Init::Systemd => put(
+            "/etc/systemd/system/cfn-hup.service.d/scenario.conf",
+            format!(
+                "# Test aid (cfn-bootstrap scenario): poll every few seconds, not every interval= minutes.\n\
+                 [Service]\nEnvironment=CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS={interval}\n"
+            )
+            .as_bytes(),
+            0o644,
+        )?,
+    }
     let deb_name = config.deb.file_name().and_then(|n| n.to_str()).unwrap_or("cfn-bootstrap.deb").to_string();
-    put(&format!("/tmp/{deb_name}"), &std::fs::read(&config.deb).context("read the .deb")?, 0o644)?;
+    put(&format!("/root/{deb_name}"), &std::fs::read(&config.deb).context("read the .deb")?, 0o644)?;
     note(&format!("lower (read-only): {}", config.rootfs.display()));
     note(&format!("upper (what the instance changes): {}", upper.display()));
     note(&format!("/etc/hosts: {AWS_ADDRESS} {ENDPOINT_HOST}; /etc/cfn/ca-override.pem: the emulator's private CA"));
@@ -200,7 +225,7 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     step(&format!("Creating stack {STACK}: {RESOURCE} with a CreationPolicy (1 signal, PT5M)"));
     let client =
         cfn_aws::client_with_keys(&emulator.url, REGION, cfn_aws::Credentials::new(ACCESS_KEY, SECRET_KEY, None));
-    let template = template(FIRST_PAGE);
+    let template = template(FIRST_PAGE, config.init);
     client
         .call("CreateStack", &[("StackName", STACK), ("TemplateBody", &template.to_string())], true)
         .map_err(|e| anyhow::anyhow!("CreateStack: {e}"))?;
@@ -210,8 +235,14 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     note("user data (from the template's Fn::Sub, served by IMDS):");
     quote("/latest/user-data", &out.user_data);
 
-    step("Booting the instance: private mount, PID and network namespaces, chroot into the overlay");
-    let instance = Instance::boot(config, &upper, &overlay_work, &merged)?;
+    step(&format!(
+        "Booting the instance: private mount, PID and network namespaces, chroot into the overlay, {}",
+        match config.init {
+            Init::Shell => "a shell as init",
+            Init::Systemd => "systemd as init",
+        }
+    ));
+    let instance = Instance::boot(&layers, config.init, &[])?;
     note(&format!("init of the instance: host pid {}", instance.pid1));
     connect(instance.pid1)?;
     note(&format!(
@@ -220,8 +251,8 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     timing(&mut out, "instance booted");
 
     step("Installing cfn-bootstrap from its .deb (dpkg -i), as in an AMI build");
-    let (code, text) = instance.exec(work, &format!("dpkg -i /tmp/{deb_name} && ls -l /opt/aws/bin"))?;
-    quote(&format!("dpkg -i /tmp/{deb_name}"), &text);
+    let (code, text) = instance.exec(&format!("dpkg -i /root/{deb_name} && ls -l /opt/aws/bin"))?;
+    quote(&format!("dpkg -i /root/{deb_name}"), &text);
     if code != 0 {
         bail!("dpkg -i failed with {code}");
     }
@@ -229,7 +260,6 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
 
     step("Running the user data as root (no credentials: the instance identity signs the calls)");
     let (code, _) = instance.exec(
-        work,
         "mkdir -p /var/lib/cloud/instance\n\
          exec 3<>/dev/tcp/169.254.169.254/80\n\
          printf 'GET /latest/user-data HTTP/1.0\\r\\nHost: 169.254.169.254\\r\\n\\r\\n' >&3\n\
@@ -267,12 +297,25 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     note(&format!("{STACK}: {}", out.stack_status));
     note(&format!("signals received: {}", out.signals));
 
-    step("The cfn-hup service runs (SysV script, pid file, process)");
-    let (_, text) = instance.exec(
-        work,
-        "service cfn-hup status; pid=$(cat /var/run/cfn-hup.pid); echo \"pid file: $pid\"; \
-         [ -z \"$pid\" ] || echo \"process: $(tr '\\0' ' ' < /proc/$pid/cmdline)\"; ls /etc/rc2.d | grep -e cfn-hup -e nginx",
-    )?;
+    let (_, text) = match config.init {
+        Init::Shell => {
+            step("The cfn-hup service runs (SysV script, pid file, process)");
+            instance.exec(
+                "service cfn-hup status; pid=$(cat /var/run/cfn-hup.pid); echo \"pid file: $pid\"; \
+                 [ -z \"$pid\" ] || echo \"process: $(tr '\\0' ' ' < /proc/$pid/cmdline)\"; \
+                 ls /etc/rc2.d | grep -e cfn-hup -e nginx",
+            )?
+        }
+        Init::Systemd => {
+            step("The cfn-hup service runs (the .deb's unit, enabled and active)");
+            instance.exec(
+                "for unit in cfn-hup nginx; do echo \"$unit: $(systemctl is-enabled $unit) $(systemctl is-active $unit)\"; done; \
+                 pid=$(systemctl show -p MainPID --value cfn-hup); echo \"main pid: $pid\"; \
+                 [ \"$pid\" = 0 ] || echo \"process: $(tr '\\0' ' ' < /proc/$pid/cmdline)\"; \
+                 echo \"unit: $(systemctl show -p FragmentPath --value cfn-hup)\"",
+            )?
+        }
+    };
     out.hup_service = text;
     quote("service cfn-hup status", &out.hup_service);
     timing(&mut out, "checks after create");
@@ -288,7 +331,11 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
 
     step("UpdateStack: index.html says something else");
     client
-        .call("UpdateStack", &[("StackName", STACK), ("TemplateBody", &self::template(SECOND_PAGE).to_string())], true)
+        .call(
+            "UpdateStack",
+            &[("StackName", STACK), ("TemplateBody", &self::template(SECOND_PAGE, config.init).to_string())],
+            true,
+        )
         .map_err(|e| anyhow::anyhow!("UpdateStack: {e}"))?;
     let updated = Instant::now();
     out.stack_status_after_update = emulator.stack_status()?;
@@ -332,6 +379,11 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     let actions = out.cfn_hup_log.matches(&format!("Running action for {HOOK}")).count();
     note(&format!("cfn-hup ran its action {actions} time(s)"));
 
+    if config.init == Init::Systemd {
+        the_unit(&instance, &layers, &mut out)?;
+        timing(&mut out, "the unit's reload and stop");
+    }
+
     step("Tearing down: the instance's PID namespace, the emulator, both network namespaces");
     drop(instance);
     drop(emulator);
@@ -340,8 +392,62 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     Ok(out)
 }
 
-/// The stack's template: the users' playbook, with apt instead of amazon-linux-extras.
-pub fn template(page: &str) -> Value {
+/// systemd only: `systemctl reload cfn-hup` re-reads the configuration (a second hook
+/// file written just before, so the reloaded configuration has one hook more) in the same
+/// process; `systemctl stop cfn-hup` ends it; its lines are in the journal.
+fn the_unit(instance: &Instance, layers: &Layers, out: &mut Outcome) -> Result<()> {
+    step("systemctl reload cfn-hup: the configuration is read again (SIGHUP), same process");
+    let before = layers.read("/var/log/cfn-hup.log").len();
+    let (code, text) = instance.exec(&format!(
+        "echo \"main pid before: $(systemctl show -p MainPID --value cfn-hup)\"; \
+         printf '[after-reload]\\ntriggers=post.update\\npath=Resources.{RESOURCE}.Metadata.Other\\naction=/bin/true\\n' > {RELOAD_HOOK}; \
+         systemctl reload cfn-hup; echo \"main pid after: $(systemctl show -p MainPID --value cfn-hup)\""
+    ))?;
+    if code != 0 {
+        bail!("systemctl reload cfn-hup failed with {code}: {text}");
+    }
+    // ExecReload only sends the signal: the reload is done when cfn-hup logs it.
+    let reloaded = wait_for(Duration::from_secs(20), || {
+        let log = layers.read("/var/log/cfn-hup.log");
+        let new = log.get(before..).unwrap_or_default().to_string();
+        Ok(new.contains("Configuration reloaded").then_some(new))
+    })
+    .context("cfn-hup did not log its reload")?;
+    out.reload = text;
+    out.reload_log = reloaded;
+    quote("systemctl reload cfn-hup", &out.reload);
+    quote("cfn-hup.log (new lines)", &out.reload_log);
+
+    step("systemctl stop cfn-hup: it ends cleanly within seconds");
+    let started = Instant::now();
+    let (code, text) = instance.exec("systemctl stop cfn-hup")?;
+    out.stop_took = started.elapsed();
+    if code != 0 {
+        bail!("systemctl stop cfn-hup failed with {code}: {text}");
+    }
+    let (_, stopped) = instance.exec(
+        "echo \"is-active: $(systemctl is-active cfn-hup)\"; \
+         systemctl show -p Result -p ExecMainCode -p ExecMainStatus cfn-hup",
+    )?;
+    out.stopped = stopped;
+    note(&format!("stopped in {:.1} s", out.stop_took.as_secs_f64()));
+    quote("systemctl show cfn-hup", &out.stopped);
+
+    step("Its lines are in the journal");
+    let (_, journal) = instance.exec("journalctl --no-pager -o cat -u cfn-hup")?;
+    out.journal = journal;
+    let tail: Vec<&str> = out.journal.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+    quote("journalctl -u cfn-hup (end)", &tail.join("\n"));
+    Ok(())
+}
+
+/// The stack's template: the users' playbook, with apt instead of amazon-linux-extras, and
+/// services of the manager `init` implies.
+pub fn template(page: &str, init: Init) -> Value {
+    let manager = match init {
+        Init::Shell => "sysvinit",
+        Init::Systemd => "systemd",
+    };
     let init = json!({
         "configSets": {"create": ["nginx", "cfn-hup"], "update": ["nginx"]},
         "nginx": {
@@ -349,7 +455,7 @@ pub fn template(page: &str) -> Value {
             "files": {"/var/www/html/index.html": {
                 "content": page, "mode": "000644", "owner": "root", "group": "root"
             }},
-            "services": {"sysvinit": {"nginx": {
+            "services": {manager: {"nginx": {
                 "enabled": "true", "ensureRunning": "true", "files": ["/var/www/html/index.html"]
             }}}
         },
@@ -378,7 +484,7 @@ pub fn template(page: &str) -> Value {
                     "mode": "000400", "owner": "root", "group": "root"
                 }
             },
-            "services": {"sysvinit": {"cfn-hup": {
+            "services": {manager: {"cfn-hup": {
                 "enabled": "true", "ensureRunning": "true",
                 "files": ["/etc/cfn/cfn-hup.conf", "/etc/cfn/hooks.d/cfn-auto-reloader.conf"]
             }}}
@@ -461,20 +567,6 @@ fn certificates(dir: &Path) -> Result<()> {
     run_ok(Command::new("sh").arg("-c").arg(script).current_dir(dir))
 }
 
-/// Kills the process with SIGKILL when the thread that started it ends (the scenario
-/// thread, or the whole process when it dies).
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 struct EmulatorProcess {
     child: Child,
     url: String,
@@ -531,81 +623,6 @@ impl Drop for EmulatorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// The instance: `unshare` holding a PID namespace whose init (a shell that reaps
-/// orphans) sits in the chroot; commands enter it with `nsenter`.
-struct Instance {
-    unshare: Child,
-    pid1: i32,
-}
-
-impl Instance {
-    fn boot(config: &Config, upper: &Path, work: &Path, merged: &Path) -> Result<Instance> {
-        let outside = r#"
-set -e
-mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$MERGED"
-mount -t proc proc "$MERGED/proc"
-mount --bind /dev "$MERGED/dev"
-mount -t tmpfs tmpfs "$MERGED/run"
-ip link set lo up
-exec chroot "$MERGED" /usr/bin/env -i PATH="$CHROOT_PATH" HOME=/root LANG=C.UTF-8 TZ=UTC /bin/bash -c \
-  'echo ready; exec >/dev/null 2>&1 </dev/null; while :; do sleep 1 & wait $!; done'
-"#;
-        let mut cmd = Command::new("unshare");
-        cmd.args(["--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--net"])
-            .args(["sh", "-c", outside])
-            .env("LOWER", &config.rootfs)
-            .env("UPPER", upper)
-            .env("WORK", work)
-            .env("MERGED", merged)
-            .env("CHROOT_PATH", PATH)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(File::create(config.work.join("instance-boot.log"))?);
-        die_with_parent(&mut cmd);
-        let mut unshare = cmd.spawn().context("run unshare")?;
-        let mut line = String::new();
-        BufReader::new(unshare.stdout.take().expect("piped")).read_line(&mut line)?;
-        let boot_log = || std::fs::read_to_string(config.work.join("instance-boot.log")).unwrap_or_default();
-        if line.trim() != "ready" {
-            let _ = unshare.kill();
-            let _ = unshare.wait();
-            bail!("the instance did not boot: {}", boot_log());
-        }
-        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", unshare.id()))?;
-        let Some(pid1) = children.split_whitespace().next().and_then(|p| p.parse().ok()) else {
-            bail!("the instance's init is missing: {}", boot_log());
-        };
-        Ok(Instance { unshare, pid1 })
-    }
-
-    /// Runs a bash script as root inside the instance (all its namespaces, its root, a
-    /// clean environment); returns the exit code and the merged output. The output goes
-    /// through a file, so daemons started by the script cannot hold a pipe open.
-    fn exec(&self, work: &Path, script: &str) -> Result<(i32, String)> {
-        let path = work.join("exec.out");
-        let file = File::create(&path)?;
-        let status = Command::new("nsenter")
-            .args(["--target", &self.pid1.to_string(), "--mount", "--pid", "--net", "--root", "--wd", "--"])
-            .args(["/usr/bin/env", "-i", &format!("PATH={PATH}"), "HOME=/root", "LANG=C.UTF-8", "TZ=UTC"])
-            .args(["/bin/bash", "-c", script])
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .status()
-            .context("run nsenter")?;
-        Ok((status.code().unwrap_or(-1), std::fs::read_to_string(&path).unwrap_or_default()))
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        // SAFETY: plain kill(2); the init of a PID namespace takes everything in it along.
-        unsafe { libc::kill(self.pid1, libc::SIGKILL) };
-        let _ = self.unshare.kill();
-        let _ = self.unshare.wait();
     }
 }
 

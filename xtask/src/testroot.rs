@@ -205,7 +205,7 @@ fn tiny_deb(scratch_parent: &Path, repo: &Path, version: &str) -> Result<()> {
 
 /// Runs a shell command inside the root being built (with /proc, in a private mount
 /// namespace so nothing stays mounted).
-fn chroot(root: &Path, script: &str) -> Result<()> {
+pub fn chroot(root: &Path, script: &str) -> Result<()> {
     let status = Command::new("unshare")
         .args(["--mount", "--propagation", "private", "sh", "-c"])
         .arg(r#"mount -t proc proc "$ROOT/proc" && exec chroot "$ROOT" /bin/sh -c "$SCRIPT""#)
@@ -222,12 +222,12 @@ fn chroot(root: &Path, script: &str) -> Result<()> {
 }
 
 /// An exclusive `flock` on a file next to the root, released when dropped.
-struct BuildLock {
+pub struct BuildLock {
     _file: std::fs::File,
 }
 
 impl BuildLock {
-    fn acquire(path: &Path) -> Result<BuildLock> {
+    pub fn acquire(path: &Path) -> Result<BuildLock> {
         use std::os::fd::AsRawFd;
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
         // SAFETY: flock on a descriptor we own.

@@ -21,6 +21,7 @@ pub mod listener;
 pub mod listener_task;
 pub mod offload;
 pub mod path;
+pub mod readiness;
 pub mod runner;
 pub mod service;
 pub mod service_loop;

@@ -21,6 +21,7 @@ use crate::daemon::{self, DaemonError, PidFile, Schedule};
 use crate::listener::{self, Listener, ListenerError, ListenerOptions};
 use crate::listener_task::ListenerTask;
 use crate::offload;
+use crate::readiness;
 use crate::service::Service;
 use crate::shutdown;
 use crate::signals::{Request, Signals};
@@ -30,7 +31,7 @@ use cfn_aws::credentials::CredentialError;
 use cfn_aws::retry::Policy;
 use cfn_host::process_groups::ProcessGroups;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -417,6 +418,8 @@ impl Running {
             self.config.main.stack,
             self.every
         );
+        // Configuration loaded, first pass due now: `systemctl start` may return.
+        readiness::notify(readiness::READY);
         let mut health = Health::Ok;
         let mut last_alive: Option<Instant> = None;
         // A pass that SIGTERM interrupted, still ending.
@@ -456,6 +459,7 @@ impl Running {
             }
         }
         shutdown::request();
+        readiness::notify(readiness::STOPPING);
         tracing::info!("Shutting down cfn-hup");
         stop_actions().await;
         if let Some(pass) = stopping_pass
@@ -506,6 +510,14 @@ impl Running {
     async fn reload(&mut self) -> bool {
         let dir = self.config.dir.clone();
         tracing::info!("Received SIGHUP: reloading the configuration from {}", dir.display());
+        readiness::notify(readiness::RELOADING);
+        let reloaded = self.read_again(dir).await;
+        readiness::notify(readiness::READY);
+        reloaded
+    }
+
+    /// The reload's work: the new configuration in place, or the running one kept.
+    async fn read_again(&mut self, dir: PathBuf) -> bool {
         let current = self.config.main.clone();
         let live_listener = self.listener.as_ref().is_some_and(|l| !l.is_finished());
         let (imds, settings) = (self.imds.clone(), self.settings.clone());
