@@ -13,6 +13,8 @@
 
 mod common;
 
+#[path = "../xtask/src/instance.rs"]
+mod instance;
 #[path = "../xtask/src/scenario.rs"]
 mod scenario;
 
@@ -30,7 +32,7 @@ fn render(sandbox: &Sandbox, args: &[&str]) -> Run {
 
 /// The seed template (the end-to-end scenario's), as JSON text.
 fn seed_template() -> String {
-    serde_json::to_string_pretty(&scenario::template(scenario::FIRST_PAGE)).unwrap()
+    serde_json::to_string_pretty(&scenario::template(scenario::FIRST_PAGE, instance::Init::Shell)).unwrap()
 }
 
 #[test]

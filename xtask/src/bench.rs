@@ -560,8 +560,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let w2a_file = write_json("w2a.json", init_metadata(many_config(&w2_dir, 200, 50)))?;
     let w2b_file = write_json("w2b.json", init_metadata(many_config(&w2_dir, 1000, 0)))?;
     let w2c_file = write_json("w2c.json", init_metadata(many_config(&w2_dir, 0, 50)))?;
-    let seed_template =
-        write_json("seed-template.json", crate::demo::scenario::template(crate::demo::scenario::FIRST_PAGE))?;
+    let seed_template = write_json(
+        "seed-template.json",
+        crate::demo::scenario::template(crate::demo::scenario::FIRST_PAGE, crate::instance::Init::Shell),
+    )?;
 
     let n = options.runs;
     let heavy = (n / 4).max(if options.quick { 2 } else { 3 });

@@ -20,9 +20,9 @@ mod sources;
 mod users;
 
 use crate::changes::ChangeRecord;
+use crate::document::InitDocument;
 use crate::engine::{self, BuildError};
 use crate::environment::Environment;
-use crate::document::InitDocument;
 use crate::model;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
