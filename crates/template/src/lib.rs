@@ -29,26 +29,28 @@ pub struct Template {
     name: String,
     root: Value,
     pub(crate) positions: Positions,
+    /// Where the key naming each value is (for a value in a mapping).
+    keys: Positions,
 }
 
 impl Template {
     /// Parses `text`, named `name` in errors (a file's path): JSON when it starts with
     /// `{`, YAML otherwise, as CloudFormation tells them apart.
     pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
-        let (root, positions) = if text.trim_start().starts_with('{') {
+        let (root, places) = if text.trim_start().starts_with('{') {
             let root: Value = serde_json::from_str(text).map_err(|e| {
                 Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
                     .at(Some(Position { line: e.line(), column: e.column() }))
             })?;
             // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
             // it cannot read (a duplicated key, say) only goes without them.
-            (root, yaml::load(text).map(|(_, positions)| positions).unwrap_or_default())
+            (root, yaml::load(text).map(|(_, places)| places).unwrap_or_default())
         } else {
             yaml::load(text).map_err(|e| {
                 Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message)).at(Some(e.position))
             })?
         };
-        let template = Template { name: name.to_string(), root, positions };
+        let template = Template { name: name.to_string(), root, positions: places.values, keys: places.keys };
         template.check_shape()?;
         Ok(template)
     }
@@ -94,6 +96,12 @@ impl Template {
     /// The line and column of the value at `pointer` (or of the nearest value holding it).
     pub fn position(&self, pointer: &str) -> Option<Position> {
         location::nearest(&self.positions, pointer)
+    }
+
+    /// The line and column of the key naming the value at `pointer`, when it is in a
+    /// mapping (otherwise as [`Template::position`]).
+    pub fn key_position(&self, pointer: &str) -> Option<Position> {
+        self.keys.get(pointer).copied().or_else(|| self.position(pointer))
     }
 
     fn resources(&self) -> impl Iterator<Item = (&String, &Value)> {

@@ -61,8 +61,15 @@ struct NodeStart {
     position: Position,
 }
 
+/// Where a document's values are, and where the keys that name them are.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    pub values: Positions,
+    pub keys: Positions,
+}
+
 /// Reads the first YAML document of `text`.
-pub fn load(text: &str) -> Result<(Value, Positions), SyntaxError> {
+pub fn load(text: &str) -> Result<(Value, Places), SyntaxError> {
     let mut builder = Builder::default();
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| SyntaxError {
@@ -70,7 +77,7 @@ pub fn load(text: &str) -> Result<(Value, Positions), SyntaxError> {
             message: e.info().to_string(),
         })?;
         if let Some(done) = builder.event(event, span)? {
-            return Ok((done, builder.positions));
+            return Ok((done, Places { values: builder.positions, keys: builder.keys }));
         }
     }
     Err(SyntaxError { position: Position { line: 1, column: 1 }, message: "the document is empty".into() })
@@ -81,6 +88,7 @@ struct Builder {
     open: Vec<Open>,
     anchors: HashMap<usize, Value>,
     positions: Positions,
+    keys: Positions,
 }
 
 impl Builder {
@@ -96,6 +104,8 @@ impl Builder {
                         return Err(at(format!("the key {text:?} appears twice in one mapping")));
                     }
                     *key = Some(text.into_owned());
+                    let pointer = self.next_pointer();
+                    self.keys.insert(pointer, position);
                     return Ok(None);
                 }
                 let pointer = self.next_pointer();
@@ -357,7 +367,7 @@ mod tests {
 
     #[test]
     fn positions_are_recorded_by_pointer_also_inside_short_forms() {
-        let (_, positions) =
+        let (_, Places { values: positions, .. }) =
             load("Resources:\n  A:\n    Metadata:\n      x: !Sub\n        - '${y}'\n        - y: !Ref P\n").unwrap();
         assert_eq!(positions["/Resources/A/Metadata/x"], Position { line: 4, column: 10 });
         assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y"], Position { line: 6, column: 14 });
@@ -366,8 +376,9 @@ mod tests {
 
     #[test]
     fn keys_with_slashes_are_escaped_in_pointers() {
-        let (_, positions) = load("files:\n  /etc/a~b: 1\n").unwrap();
-        assert_eq!(positions["/files/~1etc~1a~0b"], Position { line: 2, column: 13 });
+        let (_, places) = load("files:\n  /etc/a~b: 1\n").unwrap();
+        assert_eq!(places.values["/files/~1etc~1a~0b"], Position { line: 2, column: 13 });
+        assert_eq!(places.keys["/files/~1etc~1a~0b"], Position { line: 2, column: 3 });
     }
 
     #[test]
