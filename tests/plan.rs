@@ -444,3 +444,31 @@ fn systemd_units_are_planned_from_systemctl_s_answers() {
         "configSet default, config config:\n~ services systemd: start cfnunit (not running)\n1 change.\nexit 2\n";
     assert!(ran.out.ends_with(expected), "{}", ran.out);
 }
+
+#[test]
+fn a_template_resource_is_planned_as_render_resolves_it() {
+    let sandbox = Sandbox::new();
+    let target = sandbox.path("site.conf").display().to_string();
+    let template = sandbox.path("site.yaml");
+    std::fs::write(
+        &template,
+        format!(
+            "Parameters:\n  Port:\n    Type: Number\n    Default: 80\nResources:\n  Web:\n    Type: AWS::EC2::Instance\n    \
+             Metadata:\n      AWS::CloudFormation::Init:\n        config:\n          files:\n            {target}:\n              \
+             content: !Sub 'port=${{Port}} region=${{AWS::Region}}'\n"
+        ),
+    )
+    .unwrap();
+    let template = template.display().to_string();
+    let before = snapshot(sandbox.dir.path());
+    plan(&sandbox, &["-t", &template, "-r", "Web", "-p", "Port=8080", "--region", "eu-west-1"])
+        .code(2)
+        .stdout_has(&format!("~ files: create {target}"))
+        .stdout_has("+port=8080 region=eu-west-1\n");
+    assert_unchanged(&before, sandbox.dir.path());
+    // -t needs -r; it cannot be combined with another source; what render cannot
+    // resolve is an error naming it.
+    plan(&sandbox, &["-t", &template]).code(1).stderr_has("-t needs -r RESOURCE");
+    plan(&sandbox, &["-t", &template, "-s", "stack", "-r", "Web"]).code(1).stderr_has("cannot be used with");
+    plan(&sandbox, &["-t", &template, "-r", "Nope"]).code(1).stderr_has("Nope");
+}

@@ -407,3 +407,102 @@ fn validate_has_help_and_a_manual_page() {
         .code(0)
         .stdout_has(".TH cfn-bootstrap-validate 1");
 }
+
+/// A YAML template: one resource with a bad Init (a relative path, under a `!Sub`), one
+/// without Init, one with a good Init that needs a parameter.
+const TEMPLATE_YAML: &str = "\
+Parameters:
+  Site:
+    Type: String
+Resources:
+  Web:
+    Type: AWS::EC2::Instance
+    Metadata:
+      AWS::CloudFormation::Init:
+        config:
+          files:
+            etc/site.conf:
+              content: !Sub 'name=${Site}'
+  Bucket:
+    Type: AWS::S3::Bucket
+  Worker:
+    Type: AWS::EC2::Instance
+    Metadata:
+      AWS::CloudFormation::Init:
+        config:
+          commands:
+            greet:
+              command: !Join [' ', [echo, !Ref Site]]
+";
+
+#[test]
+fn a_template_is_rendered_and_its_findings_point_into_it() {
+    let sandbox = sandbox();
+    let path = sandbox.path("site.yaml");
+    std::fs::write(&path, TEMPLATE_YAML).unwrap();
+    let path = path.display().to_string();
+    let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&path).args(args).run();
+
+    // Every resource with Init: Web's relative path, placed at its key in the YAML, whose
+    // line is shown.
+    let (line, column) = place_of(TEMPLATE_YAML, "etc/site.conf:");
+    validate(&["-p", "Site=example"])
+        .code(1)
+        .stdout_has(&format!(
+            "{path}:{line}:{column}: error[E030]: File specified with non-absolute path: etc/site.conf"
+        ))
+        .stdout_has(&format!("{line} |             etc/site.conf:\n"))
+        .stdout_has(&format!("{path}: 1 error, 0 warnings"));
+
+    // One resource: Worker's Init is fine.
+    validate(&["-p", "Site=example", "-r", "Worker"]).code(0).stdout_has(&format!("{path}: 0 errors, 0 warnings"));
+    // JSON output names the template pointer.
+    let json = validate(&["-p", "Site=example", "-r", "Web", "--format", "json"]);
+    json.code(1);
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        report["findings"][0]["pointer"],
+        "/Resources/Web/Metadata/AWS::CloudFormation::Init/config/files/etc~1site.conf"
+    );
+
+    // What render cannot resolve is an error naming it, with the option that gives it.
+    validate(&[]).code(1).stdout_is("").stderr_has("Site").stderr_has("help: give it with -p Site=VALUE");
+    // A resource without Init, and options that conflict.
+    validate(&["-p", "Site=x", "-r", "Bucket"])
+        .code(1)
+        .stderr_has("Bucket (/Resources/Bucket): the resource has no Metadata");
+    validate(&["-s", "stack"]).code(2).stderr_has("cannot be used with");
+    let none = sandbox.path("none.yaml");
+    std::fs::write(&none, "Resources:\n  Bucket:\n    Type: AWS::S3::Bucket\n").unwrap();
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["validate", "-t", &none.display().to_string()])
+        .run()
+        .code(1)
+        .stderr_has("has AWS::CloudFormation::Init");
+}
+
+#[test]
+fn a_json_template_s_duplicate_keys_are_found_anywhere_in_it() {
+    let sandbox = sandbox();
+    let text = r#"{
+  "Resources": {
+    "Web": {
+      "Type": "AWS::EC2::Instance",
+      "Properties": {"InstanceType": "t3.micro", "InstanceType": "t3.large"},
+      "Metadata": {"AWS::CloudFormation::Init": {"config": {"commands": {"a": {"command": "true"}}}}}
+    }
+  }
+}
+"#;
+    let path = sandbox.path("site.json");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    let (line, column) = place_of(text, r#""InstanceType": "t3.large""#);
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["validate", "-t", &path])
+        .run()
+        .code(1)
+        .stdout_has(&format!("{path}:{line}:{column}: error[E002]: duplicate key InstanceType"));
+}

@@ -6,10 +6,12 @@
 
 use crate::init::{self, DownloadFetch, INIT_KEY};
 use crate::options;
+use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
 use cfn_configsets::plan::{self, Options};
 use cfn_configsets::{BuildError, Environment};
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -32,16 +34,19 @@ fn value(id: &'static str, short: Option<char>, long: &'static str, name: &'stat
 }
 
 pub fn command() -> Command {
-    Command::new("plan")
+    let command = Command::new("plan")
         .about("Show what cfn-init would change on this host, changing nothing")
         .long_about(
             "Show what cfn-init would do on this host with the same input, config by config, changing nothing: \
              packages to install or upgrade, groups and users to create or change, sources to fetch and \
              extract, files to create or change (with a unified diff), commands that would run, and services \
              to enable, start or restart and why. No file, package, user, state file or log line is written.\n\n\
+             The input is cfn-init's (a file, - or -s STACK -r RESOURCE), or a template resource's Metadata \
+             (-t FILE -r RESOURCE, resolved as `cfn-bootstrap render` resolves it).\n\n\
              Exit status: 0 nothing would change, 2 something would, 1 an error (usage errors included).",
         )
         .arg(Arg::new("file").value_name("FILE").help("A metadata file, or - for standard input"))
+        .arg(render::template_arg().conflicts_with_all(["file", "stack_name"]))
         .arg(value("stack_name", Some('s'), "stack", "STACK_NAME", "A CloudFormation stack"))
         .arg(value("logical_resource_id", Some('r'), "resource", "LOGICAL_RESOURCE_ID", "A logical resource ID"))
         .arg(value("configsets", Some('c'), "configsets", "CONFIGSETS", "configSets to plan (default: \"default\")"))
@@ -58,21 +63,30 @@ pub fn command() -> Command {
                 .long("run-tests")
                 .action(ArgAction::SetTrue)
                 .help("Run commands' tests (and defaults scripts) to know whether they would run"),
-        )
+        );
+    render::with_template_values(command)
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
-    let file: Vec<String> = text("file").into_iter().collect();
-    let source = match init::choose_source(&file, text("stack_name"), text("logical_resource_id")) {
-        Ok(source) => source,
-        Err(message) => return error(message),
-    };
     let api = options::api_options_from(text);
     let imds = Arc::new(Imds::from_env());
-    let metadata = match init::read_metadata(&source, &api, &imds) {
-        Ok(metadata) => metadata,
-        Err(_) => return ExitCode::from(ERROR),
+    let metadata = match text(TEMPLATE) {
+        Some(path) => match from_template(matches, &path) {
+            Ok(metadata) => metadata,
+            Err(message) => return error(&message),
+        },
+        None => {
+            let file: Vec<String> = text("file").into_iter().collect();
+            let source = match init::choose_source(&file, text("stack_name"), text("logical_resource_id")) {
+                Ok(source) => source,
+                Err(message) => return error(message),
+            };
+            match init::read_metadata(&source, &api, &imds) {
+                Ok(metadata) => metadata,
+                Err(_) => return ExitCode::from(ERROR),
+            }
+        }
     };
     let init = match metadata.get(INIT_KEY) {
         Some(init) if cfn_python::truth::is_truthy(init) => init,
@@ -99,6 +113,14 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         (None, _) => CHANGES,
     };
     print(&plan.to_string(), code)
+}
+
+/// The Metadata of `-r` in the template at `path`, resolved as `render` resolves it.
+fn from_template(matches: &ArgMatches, path: &str) -> Result<Value, String> {
+    let text = |id: &str| matches.get_one::<String>(id).cloned();
+    let resource = text("logical_resource_id").ok_or("-t needs -r RESOURCE, the resource whose Metadata is planned")?;
+    let template = render::read_template(path)?;
+    render::metadata(&template, &resource, &render::inputs(matches, text("region")))
 }
 
 fn error(message: &str) -> ExitCode {

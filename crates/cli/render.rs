@@ -6,15 +6,16 @@
 use cfn_python::json as pyjson;
 use cfn_template::{ErrorKind, Inputs, Missing, Template};
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+/// The id of `-t`.
+pub const TEMPLATE: &str = "template";
+
 pub fn command() -> Command {
-    let pair = |name: &'static str, value_name: &'static str, help: &'static str| {
-        Arg::new(name).long(name).value_name(value_name).action(ArgAction::Append).value_parser(key_value).help(help)
-    };
-    Command::new("render")
+    let command = Command::new("render")
         .about("Print a template resource's Metadata with its intrinsic functions resolved")
         .long_about(
             "Print a template resource's Metadata with its intrinsic functions resolved, exactly as\n\
@@ -25,15 +26,7 @@ pub fn command() -> Command {
              other stacks' exports (--import-value). Anything left unresolved is an error naming the\n\
              expression and its line.",
         )
-        .arg(
-            Arg::new("template")
-                .short('t')
-                .long("template")
-                .value_name("FILE")
-                .required(true)
-                .value_hint(clap::ValueHint::FilePath)
-                .help("The template, JSON or YAML (- for standard input)"),
-        )
+        .arg(template_arg().required(true))
         .arg(
             Arg::new("resource")
                 .short('r')
@@ -43,6 +36,32 @@ pub fn command() -> Command {
                 .help("The logical id of the resource whose Metadata is printed"),
         )
         .arg(
+            Arg::new("region")
+                .long("region")
+                .value_name("REGION")
+                .help("AWS::Region (default: us-east-1); AWS::Partition and AWS::URLSuffix follow from it"),
+        );
+    with_template_values(command)
+}
+
+/// `-t FILE`: a template, for render and for the `-t` of validate and plan.
+pub fn template_arg() -> Arg {
+    Arg::new(TEMPLATE)
+        .short('t')
+        .long("template")
+        .value_name("FILE")
+        .value_hint(clap::ValueHint::FilePath)
+        .help("The template, JSON or YAML (- for standard input)")
+}
+
+/// The options that give a template what only a stack would know, shared by render and
+/// the `-t` of validate and plan (which take `-r` and `--region` as they do for a stack).
+pub fn with_template_values(command: Command) -> Command {
+    let pair = |name: &'static str, value_name: &'static str, help: &'static str| {
+        Arg::new(name).long(name).value_name(value_name).action(ArgAction::Append).value_parser(key_value).help(help)
+    };
+    command
+        .arg(
             Arg::new("parameter")
                 .short('p')
                 .long("parameter")
@@ -50,12 +69,6 @@ pub fn command() -> Command {
                 .action(ArgAction::Append)
                 .value_parser(key_value)
                 .help("A parameter's value (a list parameter's as a,b,c); others take their Default"),
-        )
-        .arg(
-            Arg::new("region")
-                .long("region")
-                .value_name("REGION")
-                .help("AWS::Region (default: us-east-1); AWS::Partition and AWS::URLSuffix follow from it"),
         )
         .arg(Arg::new("stack-name").long("stack-name").value_name("NAME").help("AWS::StackName (default: stack)"))
         .arg(
@@ -96,41 +109,14 @@ fn value_of(matches: &ArgMatches, name: &str) -> Option<String> {
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
-    let (Some(path), Some(resource)) = (value_of(matches, "template"), value_of(matches, "resource")) else {
+    let (Some(path), Some(resource)) = (value_of(matches, TEMPLATE), value_of(matches, "resource")) else {
         return ExitCode::from(2);
     };
-    let defaults = Inputs::default();
-    let inputs = Inputs {
-        parameters: pairs(matches, "parameter"),
-        region: value_of(matches, "region").unwrap_or(defaults.region),
-        stack_name: value_of(matches, "stack-name").unwrap_or(defaults.stack_name),
-        stack_id: value_of(matches, "stack-id"),
-        account_id: value_of(matches, "account-id").unwrap_or(defaults.account_id),
-        attributes: pairs(matches, "attribute"),
-        exports: pairs(matches, "import-value"),
-        availability_zones: value_of(matches, "availability-zones")
-            .map(|zones| zones.split(',').map(|z| z.trim().to_string()).collect()),
-    };
-    let source = match read(&path) {
-        Ok(source) => source,
-        Err(message) => return failure(&message),
-    };
-    let rendered = Template::parse(&path, &source).and_then(|template| template.metadata(&resource, &inputs));
+    let rendered = read_template(&path)
+        .and_then(|template| metadata(&template, &resource, &inputs(matches, value_of(matches, "region"))));
     let metadata = match rendered {
         Ok(metadata) => metadata,
-        Err(error) => {
-            let help = match &error.kind {
-                ErrorKind::Missing(Missing::Parameter(name)) => format!("\nhelp: give it with -p {name}=VALUE"),
-                ErrorKind::Missing(Missing::Attribute(name)) => {
-                    format!("\nhelp: give it with --attribute {name}=VALUE")
-                }
-                ErrorKind::Missing(Missing::Export(name)) => {
-                    format!("\nhelp: give it with --import-value {name}=VALUE")
-                }
-                _ => String::new(),
-            };
-            return failure(&format!("{error}{help}"));
-        }
+        Err(message) => return failure(&message),
     };
     // As cfn-get-metadata prints it (GETMD-03): a string as it is, anything else as JSON.
     let text = match &metadata {
@@ -142,6 +128,43 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// The values of [`with_template_values`]' options; `region` is AWS::Region.
+pub fn inputs(matches: &ArgMatches, region: Option<String>) -> Inputs {
+    let defaults = Inputs::default();
+    Inputs {
+        parameters: pairs(matches, "parameter"),
+        region: region.unwrap_or(defaults.region),
+        stack_name: value_of(matches, "stack-name").unwrap_or(defaults.stack_name),
+        stack_id: value_of(matches, "stack-id"),
+        account_id: value_of(matches, "account-id").unwrap_or(defaults.account_id),
+        attributes: pairs(matches, "attribute"),
+        exports: pairs(matches, "import-value"),
+        availability_zones: value_of(matches, "availability-zones")
+            .map(|zones| zones.split(',').map(|z| z.trim().to_string()).collect()),
+    }
+}
+
+/// The template at `path` (`-`: standard input), parsed; an error is the message to print.
+pub fn read_template(path: &str) -> Result<(Template, String), String> {
+    let source = read(path)?;
+    let template = Template::parse(path, &source).map_err(|e| e.to_string())?;
+    Ok((template, source))
+}
+
+/// A resource's Metadata resolved; an error is the message to print, with a `help:` line
+/// naming the option that gives a missing value.
+pub fn metadata((template, _): &(Template, String), resource: &str, inputs: &Inputs) -> Result<Value, String> {
+    template.metadata(resource, inputs).map_err(|error| {
+        let help = match &error.kind {
+            ErrorKind::Missing(Missing::Parameter(name)) => format!("\nhelp: give it with -p {name}=VALUE"),
+            ErrorKind::Missing(Missing::Attribute(name)) => format!("\nhelp: give it with --attribute {name}=VALUE"),
+            ErrorKind::Missing(Missing::Export(name)) => format!("\nhelp: give it with --import-value {name}=VALUE"),
+            _ => String::new(),
+        };
+        format!("{error}{help}")
+    })
 }
 
 fn read(path: &str) -> Result<String, String> {

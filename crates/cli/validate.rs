@@ -1,17 +1,19 @@
 //! `cfn-bootstrap validate`: reads metadata as cfn-init does (a file, `-`, or a stack
-//! resource with cfn-init's credential options), parses its AWS::CloudFormation::Init
-//! once, and reports what cfn-init would refuse and what is suspect, like a compiler:
+//! resource with cfn-init's credential options, or a template's resource rendered as
+//! `cfn-bootstrap render` renders it), parses its AWS::CloudFormation::Init once, and reports what cfn-init would refuse and what is suspect, like a compiler:
 //! `FILE:LINE:COL: error[CODE]: message`, the line with a caret, and a help line; or as
 //! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
 //! metadata could not be read), 2 for a usage error.
 
 use crate::init::{self, ReadError};
 use crate::options;
+use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
 use cfn_configsets::checks::{self, Finding, RULES, Severity, Target};
 use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
+use cfn_template::Template;
 use clap::{Arg, ArgMatches, Command, ValueHint};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -24,12 +26,14 @@ pub fn command() -> Command {
     let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
         Arg::new(id).long(long).value_name(name).help(help)
     };
-    Command::new("validate")
+    let command = Command::new("validate")
         .about("Check metadata for everything cfn-init would refuse, without running anything")
         .long_about(
             "Check a resource's metadata for everything cfn-init would refuse, and for what works but is\n\
-             suspect, without running anything. The metadata comes from a file, from standard input (-)\n\
-             or from a stack resource (-s STACK -r RESOURCE, with cfn-init's credential options).\n\n\
+             suspect, without running anything. The metadata comes from a file, from standard input (-),\n\
+             from a stack resource (-s STACK -r RESOURCE, with cfn-init's credential options), or from a\n\
+             template (-t FILE, JSON or YAML: the Metadata of -r RESOURCE, or of every resource with\n\
+             AWS::CloudFormation::Init, resolved as `cfn-bootstrap render` resolves it).\n\n\
              Each finding reads FILE:LINE:COL: error[CODE]: message, with the line and a caret under the\n\
              place, and a help line when there is a fix; --format json or sarif (SARIF 2.1.0) for tools.\n\
              Exit status: 0 no errors (warnings allowed), 1 errors or unreadable metadata, 2 usage.",
@@ -40,6 +44,7 @@ pub fn command() -> Command {
                 .value_hint(ValueHint::FilePath)
                 .help("A metadata file, or - for standard input"),
         )
+        .arg(render::template_arg().conflicts_with_all(["file", "stack_name"]))
         .arg(value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'))
         .arg(
             value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
@@ -68,7 +73,8 @@ pub fn command() -> Command {
                 .value_parser(["text", "json", "sarif"])
                 .default_value("text")
                 .help("How findings are printed"),
-        )
+        );
+    render::with_template_values(command)
 }
 
 /// Metadata to check: its JSON text when there is one (a file, standard input), and
@@ -79,10 +85,16 @@ pub struct Input {
     pub uri: Option<String>,
     pub value: Value,
     pub text: Option<String>,
+    /// The template `text` is, when the metadata was rendered from one: findings are
+    /// placed by its positions.
+    pub template: Option<Template>,
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
+    if let Some(path) = text(TEMPLATE) {
+        return validate_template(matches, &path);
+    }
     let positionals: Vec<String> = text("file").into_iter().collect();
     let source = match init::choose_source(&positionals, text("stack_name"), text("logical_resource_id")) {
         Ok(source) => source,
@@ -104,7 +116,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
         Ok(fetched) => {
             let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
-            let input = Input { name, uri, value: fetched.value, text: fetched.text };
+            let input = Input { name, uri, value: fetched.value, text: fetched.text, template: None };
             return report(&input, &validate(&input, &requested), format(matches));
         }
         Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
@@ -113,7 +125,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
                 MetadataSource::File(path) => std::fs::read_to_string(path).ok(),
                 _ => None,
             };
-            let input = Input { name, uri, value: Value::Null, text };
+            let input = Input { name, uri, value: Value::Null, text, template: None };
             let finding = Finding {
                 severity: Severity::Error,
                 code: "E001",
@@ -136,32 +148,89 @@ fn format(matches: &ArgMatches) -> &str {
 
 /// Every finding of `input`: duplicate keys, then the checks of its Init.
 pub fn validate(input: &Input, requested: &[String]) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    if let Some(map) = input.text.as_deref().and_then(SourceMap::index) {
-        for duplicate in map.duplicates() {
+    let mut findings = input.text.as_deref().map(duplicates).unwrap_or_default();
+    findings.extend(check_init(&input.value, requested));
+    findings
+}
+
+/// The keys given twice in a JSON text: all but the last are lost.
+fn duplicates(text: &str) -> Vec<Finding> {
+    let Some(map) = SourceMap::index(text) else { return Vec::new() };
+    map.duplicates()
+        .iter()
+        .map(|duplicate| {
             let key = duplicate.pointer.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
-            findings.push(Finding {
+            Finding {
                 severity: Severity::Error,
                 code: "E002",
                 message: format!("duplicate key {key}: the value given at line {} is lost", duplicate.first.line),
                 pointer: duplicate.pointer.clone(),
                 target: Target::Key,
                 help: Some("give each key once; merge the two values".into()),
-            });
-        }
-    }
-    match InitDocument::parse(&input.value) {
-        Ok(document) => findings.extend(checks::check(&input.value, &document, requested)),
-        Err(e) => findings.push(Finding {
+            }
+        })
+        .collect()
+}
+
+/// The checks of the Init in `metadata`.
+fn check_init(metadata: &Value, requested: &[String]) -> Vec<Finding> {
+    match InitDocument::parse(metadata) {
+        Ok(document) => checks::check(metadata, &document, requested),
+        Err(e) => vec![Finding {
             severity: Severity::Error,
             code: "E003",
             message: e.to_string(),
             pointer: String::new(),
             target: Target::Value,
             help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
-        }),
+        }],
     }
-    findings
+}
+
+/// `-t`: the Metadata of `-r`, or of every resource with Init, rendered and checked; the
+/// findings point into the template (`/Resources/<R>/Metadata/...`), and a JSON
+/// template's duplicate keys are found wherever they are.
+fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
+    let text = |id: &str| matches.get_one::<String>(id).cloned();
+    let failed = |message: &str| {
+        eprintln!("cfn-bootstrap validate: {message}");
+        ExitCode::FAILURE
+    };
+    let rendered = match render::read_template(path) {
+        Ok(rendered) => rendered,
+        Err(message) => return failed(&message),
+    };
+    let resources: Vec<String> = match text("logical_resource_id") {
+        Some(resource) => vec![resource],
+        None => rendered.0.resources_with_init().into_iter().map(String::from).collect(),
+    };
+    if resources.is_empty() {
+        return failed(&format!("no resource of {path} has AWS::CloudFormation::Init in its Metadata"));
+    }
+    let inputs = render::inputs(matches, text("region"));
+    let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
+    let mut findings = duplicates(&rendered.1);
+    for resource in &resources {
+        let metadata = match render::metadata(&rendered, resource, &inputs) {
+            Ok(metadata) => metadata,
+            Err(message) => return failed(&message),
+        };
+        let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
+        findings.extend(
+            check_init(&metadata, &requested)
+                .into_iter()
+                .map(|finding| Finding { pointer: format!("{within}{}", finding.pointer), ..finding }),
+        );
+    }
+    let (template, source) = rendered;
+    let input = Input {
+        name: path.to_string(),
+        uri: (path != "-").then(|| path.to_string()),
+        value: Value::Null,
+        text: Some(source),
+        template: Some(template),
+    };
+    report(&input, &findings, format(matches))
 }
 
 fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
@@ -169,11 +238,20 @@ fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
     let mut located: Vec<(Finding, Option<(usize, usize)>)> = findings
         .iter()
         .map(|f| {
-            let position = map.as_ref().and_then(|m| match f.target {
-                Target::Key => m.key(&f.pointer),
-                Target::Value => m.value(&f.pointer),
+            // A template knows where its values are, YAML too; a JSON text's map also
+            // knows where its keys are.
+            let in_template = input.template.as_ref().and_then(|t| match f.target {
+                Target::Key => t.key_position(&f.pointer),
+                Target::Value => t.position(&f.pointer),
             });
-            (f.clone(), position.map(|Position { line, column, .. }| (line, column)))
+            let position = in_template.map(|p| (p.line, p.column)).or_else(|| {
+                let in_text = map.as_ref().and_then(|m| match f.target {
+                    Target::Key => m.key(&f.pointer),
+                    Target::Value => m.value(&f.pointer),
+                });
+                in_text.map(|Position { line, column, .. }| (line, column))
+            });
+            (f.clone(), position)
         })
         .collect();
     // In the order of the text, as a compiler reports (stable: without positions, as found).
