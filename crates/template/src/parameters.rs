@@ -97,8 +97,10 @@ mod tests {
 
     fn values(template: &str, given: &[(&str, &str)]) -> Result<BTreeMap<String, Parameter>, Error> {
         let template = Template::parse("t.yaml", template).unwrap();
-        let mut inputs = Inputs::default();
-        inputs.parameters = given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let inputs = Inputs {
+            parameters: given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Inputs::default()
+        };
         resolve(&template, &inputs)
     }
 
