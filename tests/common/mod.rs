@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod debian_root;
+pub mod waiting;
 
 use std::io::Write;
 use std::net::TcpListener;
