@@ -115,7 +115,7 @@ fn the_first_argument_selects_the_tool_too() {
     let sandbox = Sandbox::new();
     let bootstrap = |args: &[&str]| {
         let mut cmd = sandbox.cmd("cfn-init");
-        cmd.cmd = std::process::Command::new(binary());
+        cmd.cmd = binary_command(binary());
         cmd.cmd.env("CFN_BOOTSTRAP_LOG_DIR", sandbox.path("log"));
         cmd.args(args).run()
     };

@@ -676,7 +676,7 @@ fn init_bounded(host: &Host, metadata: &Value) -> Run {
     host.sandbox
         .cmd_via("timeout", "cfn-init")
         .args(["--signal=KILL", "120"])
-        .arg(host.sandbox.path("bin").join("cfn-init"))
+        .args(binary_argv(host.sandbox.path("bin").join("cfn-init")))
         .arg("-v")
         .arg(&file)
         .run()

@@ -5,6 +5,7 @@
 
 pub mod debian_root;
 pub mod systemd_root;
+pub mod waiting;
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -38,8 +39,29 @@ pub const BOOTSTRAP_PAGES: &[&str] = &[
     "cfn-bootstrap-validate",
 ];
 
+/// The binary under test: cargo's build, or `CFN_TEST_BINARY` (another build of it: the
+/// aarch64 release binary, run through `CFN_TEST_RUNNER`).
 pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_cfn-bootstrap"))
+    std::env::var_os("CFN_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cfn-bootstrap")))
+}
+
+/// The command line that runs `program` (the binary or one of its links): `program`, or
+/// with `CFN_TEST_RUNNER` set (`qemu-aarch64-static` for the aarch64 binary, where no
+/// binfmt handler runs it by itself) that runner and `program`. qemu-user keeps the
+/// link's name as `argv[0]`, so the multicall dispatch sees what it sees natively.
+pub fn binary_argv(program: impl AsRef<std::ffi::OsStr>) -> Vec<std::ffi::OsString> {
+    let runner = std::env::var_os("CFN_TEST_RUNNER").filter(|r| !r.is_empty());
+    runner.into_iter().chain([program.as_ref().to_os_string()]).collect()
+}
+
+/// A command running `program` as [`binary_argv`] says.
+pub fn binary_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let argv = binary_argv(program);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
 }
 
 pub fn workspace() -> PathBuf {
@@ -94,13 +116,16 @@ impl Sandbox {
     /// no AWS variables, logs in the sandbox, and IMDS pointed at a closed port so that
     /// no test ever reaches a real metadata service.
     pub fn cmd(&self, tool: &str) -> TestCommand {
-        self.cmd_via(self.path("bin").join(tool), tool)
+        self.command(binary_command(self.path("bin").join(tool)), tool)
     }
 
     /// `program` (a tracer, say) with the environment `cmd(tool)` gets; the tool's path
     /// is the caller's argument.
     pub fn cmd_via(&self, program: impl AsRef<std::ffi::OsStr>, tool: &str) -> TestCommand {
-        let mut cmd = Command::new(program);
+        self.command(Command::new(program), tool)
+    }
+
+    fn command(&self, mut cmd: Command, tool: &str) -> TestCommand {
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()))
             .env("LANG", "C.UTF-8")

@@ -90,11 +90,12 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `cargo xtask test` runs before the tests: the x86_64 artifacts in
+/// What `cargo xtask test` runs before the tests: the artifacts of both architectures in
 /// `target/test-dist` (so `target/dist` of a full `cargo xtask dist` stays), from the
-/// cached release build: seconds when nothing changed, 1–3 minutes after a change.
+/// cached release builds: seconds when nothing changed, a few minutes after a change.
+/// The aarch64 ones are for the arm64 image (tests/container.rs) and the arm64 pass.
 pub fn for_tests() -> Result<PathBuf> {
-    build(&[X86_64], &target_dir().join("test-dist"))
+    build(&[X86_64, AARCH64], &target_dir().join("test-dist"))
 }
 
 /// Builds everything for `archs` into `out` (emptied first).

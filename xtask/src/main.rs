@@ -2,6 +2,7 @@
 //! `cargo xtask demo` (the main job, end to end, against the local AWS emulator), and
 //! the longer checks and measurements the tests run a short version of (see `USAGE`).
 
+mod arm64;
 mod bench;
 mod crash;
 mod demo;
@@ -84,8 +85,11 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     let rootfs = testroot::ensure()?;
     // The systemd root of tests/systemd.rs, made from it (built once, then cached).
     let systemd_rootfs = rootfs.as_deref().map(systemd_root::ensure).transpose()?;
-    // The x86_64 release artifacts for tests/dist.rs (cached release build).
+    // The x86_64 and aarch64 release artifacts for tests/dist.rs, tests/container.rs and
+    // the arm64 pass below (cached release builds).
     let dist = dist::for_tests()?;
+    // The container image's tests build and run it with podman (runc: crun fails here).
+    dist::install_missing(&[("podman", "podman"), ("runc", "runc")])?;
 
     // One build for all test binaries, before the emulator starts.
     let status = cargo().current_dir(workspace()).args(["build", "--workspace", "--tests", "--bins"]).status()?;
@@ -94,19 +98,56 @@ fn test(extra: &[String]) -> Result<ExitCode> {
     }
     let emulator = emulator::Emulator::start(&python, &emulator::test_arguments())?;
     eprintln!("xtask: shared emulator at {}", emulator.url);
+    let envs = [
+        ("CFN_TEST_EMULATOR", emulator.url.clone().into()),
+        ("CFN_TEST_PYTHON", python.into_os_string()),
+        ("CFN_TEST_DIST", dist.clone().into_os_string()),
+    ];
+    let rootfs = rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r.clone().into_os_string()));
+    let systemd_rootfs = systemd_rootfs.iter().map(|r| ("CFN_TEST_SYSTEMD_ROOTFS", r.clone().into_os_string()));
+    let envs: Vec<(&str, std::ffi::OsString)> = envs.into_iter().chain(rootfs).chain(systemd_rootfs).collect();
+    let all = cargo_test(&[&["--workspace".to_string()], extra].concat(), &envs)?;
+    // The aarch64 binary on the subset that arm64.rs names, under qemu-user; not when the
+    // run was narrowed to some tests.
+    let aarch64 = if extra.is_empty() {
+        let binary = ("CFN_TEST_BINARY", arm64::binary(&dist).into_os_string());
+        let envs: Vec<_> = envs.iter().cloned().chain([binary, ("CFN_TEST_RUNNER", arm64::RUNNER.into())]).collect();
+        eprintln!("xtask: the aarch64 binary under {} on tests {}", arm64::RUNNER, arm64::TESTS.join(", "));
+        Some(cargo_test(&arm64::test_arguments(), &envs)?)
+    } else {
+        None
+    };
+    drop(emulator);
+    match &aarch64 {
+        Some(arm) => println!(
+            "tests: {} passed, {} failed (of which the aarch64 binary under qemu-user: {} passed, {} failed)",
+            all.passed + arm.passed,
+            all.failed + arm.failed,
+            arm.passed,
+            arm.failed
+        ),
+        None => println!("tests: {} passed, {} failed", all.passed, all.failed),
+    }
+    let success = all.success && aarch64.is_none_or(|arm| arm.success);
+    Ok(if success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+struct TestCounts {
+    passed: u64,
+    failed: u64,
+    success: bool,
+}
+
+/// `cargo test ARGS` with `envs`, its output passed through, the per-binary results added up.
+fn cargo_test(args: &[String], envs: &[(&str, std::ffi::OsString)]) -> Result<TestCounts> {
     let mut child = cargo()
         .current_dir(workspace())
-        .args(["test", "--workspace"])
-        .args(extra)
-        .env("CFN_TEST_EMULATOR", &emulator.url)
-        .env("CFN_TEST_PYTHON", &python)
-        .envs(rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r)))
-        .envs(systemd_rootfs.iter().map(|r| ("CFN_TEST_SYSTEMD_ROOTFS", r)))
-        .env("CFN_TEST_DIST", &dist)
+        .arg("test")
+        .args(args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .spawn()
         .context("run cargo test")?;
-    // Pass the output through and add up the per-binary results into one closing line.
     let (mut passed, mut failed) = (0u64, 0u64);
     for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
         let line = line?;
@@ -116,10 +157,7 @@ fn test(extra: &[String]) -> Result<ExitCode> {
             failed += count_before(result, " failed");
         }
     }
-    let status = child.wait()?;
-    drop(emulator);
-    println!("tests: {passed} passed, {failed} failed");
-    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(TestCounts { passed, failed, success: child.wait()?.success() })
 }
 
 /// The number just before `label` in `ok. 8 passed; 0 failed; …`.
