@@ -18,6 +18,18 @@ use std::path::Path;
 /// but may not survive a power loss). Temporary files that killed writers left in the
 /// directory are removed the first time a process writes there ([`temp_files`]).
 pub fn replace(target: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    write_and_rename(target, content, mode, true)
+}
+
+/// As [`replace`] without the syncs, for records whose loss costs little (cfn-init's run
+/// records, which `cfn-bootstrap status` reads): a reader still never sees half a file,
+/// but a power loss may leave the old content, or an empty file, which readers skip.
+/// Two syncs per write would cost more than a short cfn-init run itself.
+pub fn replace_unsynced(target: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
+    write_and_rename(target, content, mode, false)
+}
+
+fn write_and_rename(target: &Path, content: &[u8], mode: u32, sync: bool) -> std::io::Result<()> {
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name =
         target.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", target.display())))?;
@@ -29,13 +41,16 @@ pub fn replace(target: &Path, content: &[u8], mode: u32) -> std::io::Result<()> 
         std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(dir.join(temp))
     })?;
     let temp = dir.join(temp);
-    let written = file.write_all(content).and_then(|_| file.sync_all()).and_then(|_| std::fs::rename(&temp, target));
+    let written = file
+        .write_all(content)
+        .and_then(|_| if sync { file.sync_all() } else { Ok(()) })
+        .and_then(|_| std::fs::rename(&temp, target));
     drop(file);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
         return Err(e);
     }
-    dir_handle.sync_all()
+    if sync { dir_handle.sync_all() } else { Ok(()) }
 }
 
 /// Makes the directory's entries (a rename, a new file) durable.
@@ -55,6 +70,17 @@ mod tests {
         std::fs::write(&target, "old").unwrap();
         replace(&target, b"{\"new\": 1}", 0o600).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"{\"new\": 1}");
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
+    }
+
+    #[test]
+    fn unsynced_replaces_the_same_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("run.json");
+        replace_unsynced(&target, b"first", 0o600).unwrap();
+        replace_unsynced(&target, b"second", 0o600).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"second");
         assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
     }
