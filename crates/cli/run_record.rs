@@ -3,7 +3,9 @@
 //! the logs may). A run writes its record when it starts (running, with its process),
 //! when a config starts a second or more after the last write (where a long run is),
 //! and when it ends; each write replaces the whole file
-//! durably (`cfn_host::durable`), so a reader or a power loss never finds half of one.
+//! atomically (`cfn_host::durable::replace_unsynced`), so a reader never finds half of one; a
+//! record a power loss left empty is skipped. They are not synced: two syncs per write
+//! cost more than a short run.
 //!
 //! One file per run rather than one file of history: runs may overlap (cfn-hup's
 //! actions run cfn-init beside a manual one), and a file only its run writes loses no
@@ -138,7 +140,7 @@ pub fn write(dir: &Path, record: &RunRecord) -> std::io::Result<()> {
     }
     let mut text = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
     text.push(b'\n');
-    cfn_host::durable::replace(&dir.join(record.file_name()), &text, 0o600)
+    cfn_host::durable::replace_unsynced(&dir.join(record.file_name()), &text, 0o600)
 }
 
 /// The names of the records in `dir`, newest first; none when there is no `dir`.
