@@ -96,7 +96,7 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     )?;
     // A tiny RPM built with Debian's rpmbuild, for the `rpm` manager (installed with the
     // real rpm into the root's own rpm database).
-    chroot(&building, TINY_RPM)?;
+    chroot(&building, &format!("set -e\n{}", tiny_rpm("1.0")))?;
     package_managers::add(&building)?;
     let packages = Command::new("dpkg-scanpackages")
         .args(["--multiversion", ".", "/dev/null"])
@@ -130,12 +130,14 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     Ok(Some(root))
 }
 
-/// Builds `/srv/cfn-rpms/cfn-tiny-rpm-1.0-1.noarch.rpm` inside the root.
-const TINY_RPM: &str = r#"set -e
-mkdir -p /tmp/rpmb/SPECS /srv/cfn-rpms
+/// The shell commands that build `/srv/cfn-rpms/cfn-tiny-rpm-<version>-1.noarch.rpm`
+/// inside the root (1.0 here, 2.0 beside it for the package managers).
+pub fn tiny_rpm(version: &str) -> String {
+    format!(
+        r#"mkdir -p /tmp/rpmb/SPECS /srv/cfn-rpms
 cat > /tmp/rpmb/SPECS/cfn-tiny-rpm.spec <<'SPEC'
 Name: cfn-tiny-rpm
-Version: 1.0
+Version: {version}
 Release: 1
 Summary: tiny package for the cfn-bootstrap system tests
 License: Apache-2.0
@@ -143,15 +145,17 @@ BuildArch: noarch
 %description
 tiny package for the cfn-bootstrap system tests
 %install
-mkdir -p %{buildroot}/usr/share/cfn-tiny-rpm
-echo 1.0-1 > %{buildroot}/usr/share/cfn-tiny-rpm/VERSION
+mkdir -p %{{buildroot}}/usr/share/cfn-tiny-rpm
+echo {version}-1 > %{{buildroot}}/usr/share/cfn-tiny-rpm/VERSION
 %files
 /usr/share/cfn-tiny-rpm/VERSION
 SPEC
 rpmbuild --quiet -bb --define '_topdir /tmp/rpmb' /tmp/rpmb/SPECS/cfn-tiny-rpm.spec
-cp /tmp/rpmb/RPMS/noarch/cfn-tiny-rpm-1.0-1.noarch.rpm /srv/cfn-rpms/
+cp /tmp/rpmb/RPMS/noarch/cfn-tiny-rpm-{version}-1.noarch.rpm /srv/cfn-rpms/
 rm -rf /tmp/rpmb
-"#;
+"#
+    )
+}
 
 /// Installs the Debian packages that provide missing programs.
 fn install_missing(programs: &[(&str, &str)]) -> Result<()> {

@@ -31,38 +31,23 @@ pub const PACKAGES: &str = "dnf zypper createrepo-c python3-pip ruby";
 pub fn add(root: &Path) -> Result<()> {
     let started = Instant::now();
     chroot(root, &format!("apt-get -q -y install --no-install-recommends {PACKAGES} >/dev/null"))?;
-    chroot(root, RPM_REPO)?;
+    chroot(root, &format!("{RPM_DB}{}{RPM_REPO}", super::tiny_rpm("2.0")))?;
     chroot(root, WHEELS)?;
     chroot(root, GEMS)?;
     eprintln!("xtask: package managers added to the root in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 
-/// cfn-tiny-rpm 2.0-1 beside 1.0-1, the repository and the managers' configuration.
-const RPM_REPO: &str = r#"set -e
+/// rpm's database where dnf and zypper read it; then cfn-tiny-rpm 2.0-1 is built beside
+/// 1.0-1, and made a repository (below).
+const RPM_DB: &str = r#"set -e
 mkdir -p /etc/rpm
 echo '%_dbpath /var/lib/rpm' > /etc/rpm/macros
 rpm --initdb
-mkdir -p /tmp/rpmb/SPECS
-cat > /tmp/rpmb/SPECS/cfn-tiny-rpm.spec <<'SPEC'
-Name: cfn-tiny-rpm
-Version: 2.0
-Release: 1
-Summary: tiny package for the cfn-bootstrap system tests
-License: Apache-2.0
-BuildArch: noarch
-%description
-tiny package for the cfn-bootstrap system tests
-%install
-mkdir -p %{buildroot}/usr/share/cfn-tiny-rpm
-echo 2.0-1 > %{buildroot}/usr/share/cfn-tiny-rpm/VERSION
-%files
-/usr/share/cfn-tiny-rpm/VERSION
-SPEC
-rpmbuild --quiet -bb --define '_topdir /tmp/rpmb' /tmp/rpmb/SPECS/cfn-tiny-rpm.spec
-cp /tmp/rpmb/RPMS/noarch/cfn-tiny-rpm-2.0-1.noarch.rpm /srv/cfn-rpms/
-rm -rf /tmp/rpmb
-createrepo_c --quiet /srv/cfn-rpms
+"#;
+
+/// The repository and the managers' configuration.
+const RPM_REPO: &str = r#"createrepo_c --quiet /srv/cfn-rpms
 mkdir -p /etc/yum.repos.d /etc/zypp/repos.d
 printf '[cfn]\nname=cfn-bootstrap test packages\nbaseurl=file:///srv/cfn-rpms\ngpgcheck=0\nenabled=1\n' \
   > /etc/yum.repos.d/cfn.repo
