@@ -55,6 +55,8 @@ const ENDPOINT_HOST: &str = "cloudformation.us-east-1.amazonaws.com";
 const AWS_ADDRESS: &str = "10.200.0.1";
 const INSTANCE_ADDRESS: &str = "10.200.0.2";
 const IMDS_ADDRESS: &str = "169.254.169.254";
+/// Where, inside the instance, the .deb is put before the user data installs it.
+const INSTANCE_DOWNLOADS: &str = "/var/cache/cfn-bootstrap";
 const CONTROL_PORT: u16 = 5000;
 const ACCESS_KEY: &str = "AKIDSCENARIO";
 const SECRET_KEY: &str = "scenario/secret";
@@ -209,7 +211,8 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
         )?,
     }
     let deb_name = config.deb.file_name().and_then(|n| n.to_str()).unwrap_or("cfn-bootstrap.deb").to_string();
-    put(&format!("/root/{deb_name}"), &std::fs::read(&config.deb).context("read the .deb")?, 0o644)?;
+    let deb = format!("{INSTANCE_DOWNLOADS}/{deb_name}");
+    put(&deb, &std::fs::read(&config.deb).context("read the .deb")?, 0o644)?;
     note(&format!("lower (read-only): {}", config.rootfs.display()));
     note(&format!("upper (what the instance changes): {}", upper.display()));
     note(&format!("/etc/hosts: {AWS_ADDRESS} {ENDPOINT_HOST}; /etc/cfn/ca-override.pem: the emulator's private CA"));
@@ -251,8 +254,8 @@ fn in_emulator_namespace(config: &Config) -> Result<Outcome> {
     timing(&mut out, "instance booted");
 
     step("Installing cfn-bootstrap from its .deb (dpkg -i), as in an AMI build");
-    let (code, text) = instance.exec(&format!("dpkg -i /root/{deb_name} && ls -l /opt/aws/bin"))?;
-    quote(&format!("dpkg -i /root/{deb_name}"), &text);
+    let (code, text) = instance.exec(&format!("dpkg -i {deb} && ls -l /opt/aws/bin"))?;
+    quote(&format!("dpkg -i {deb}"), &text);
     if code != 0 {
         bail!("dpkg -i failed with {code}");
     }
