@@ -101,18 +101,27 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn push(&mut self, severity: Severity, code: &'static str, pointer: &str, target: Target, message: String) {
-        self.findings.push(Finding { severity, code, message, pointer: pointer.to_string(), target, help: None });
+    /// Adds a finding; returns it, for a help line.
+    fn push(
+        &mut self,
+        severity: Severity,
+        code: &'static str,
+        pointer: &str,
+        target: Target,
+        message: String,
+    ) -> &mut Finding {
+        let finding = Finding { severity, code, message, pointer: pointer.to_string(), target, help: None };
+        self.findings.push(finding);
+        let last = self.findings.len() - 1;
+        &mut self.findings[last]
     }
 
     fn error(&mut self, code: &'static str, pointer: &str, message: impl Into<String>) -> &mut Finding {
-        self.push(Severity::Error, code, pointer, Target::Value, message.into());
-        self.findings.last_mut().expect("just pushed")
+        self.push(Severity::Error, code, pointer, Target::Value, message.into())
     }
 
     fn warning(&mut self, code: &'static str, pointer: &str, message: impl Into<String>) -> &mut Finding {
-        self.push(Severity::Warning, code, pointer, Target::Key, message.into());
-        self.findings.last_mut().expect("just pushed")
+        self.push(Severity::Warning, code, pointer, Target::Key, message.into())
     }
 
     fn raw(&self, pointer: &str) -> Option<&Value> {
@@ -295,8 +304,8 @@ fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<crate::d
 fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
     if !spec.path.starts_with('/') {
         let message = format!("File specified with non-absolute path: {}", spec.path);
-        checker.push(Severity::Error, "E030", pointer, Target::Key, message);
-        with_help(checker.findings.last_mut().expect("just pushed"), format!("use an absolute path: /{}", spec.path));
+        let finding = checker.push(Severity::Error, "E030", pointer, Target::Key, message);
+        with_help(finding, format!("use an absolute path: /{}", spec.path));
     }
     let raw_content = checker.raw(&format!("{pointer}/content")).filter(|c| cfn_python::truth::is_truthy(c));
     if spec.is_symlink() {
