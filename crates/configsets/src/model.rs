@@ -18,17 +18,7 @@ impl ModelError {
     }
 }
 
-/// A JSON type as people call it, for messages.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+pub use cfn_python::json::kind;
 
 /// A section's entries, sorted by key as the reference processes them, or an error if
 /// the section is not an object. An absent, null or empty section gives no entries.

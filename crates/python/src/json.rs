@@ -9,6 +9,18 @@
 use serde_json::Value;
 use std::fmt::Write;
 
+/// A JSON value's type as people call it, for messages (`must be an object, not a list`).
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// `json.dumps(value, indent=4)` in Python 3: one item per line, `": "` after keys,
 /// empty containers as `{}` / `[]`.
 pub fn to_pretty(value: &Value) -> String {

@@ -9,6 +9,7 @@ use crate::parameters::{self, Parameter, scalar_text};
 use crate::sub::{self, Part};
 use crate::{Inputs, Template, cidr};
 use base64::Engine;
+use cfn_python::json::kind;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -142,14 +143,14 @@ impl Resolver<'_> {
     fn string(&self, value: &Value, at: &str, what: &str) -> Resolved<String> {
         match self.value(value, at)? {
             Value::String(s) => Ok(s),
-            other => fail(at, format!("{what} must be a string, not {}", describe(&other))),
+            other => fail(at, format!("{what} must be a string, not {}", kind(&other))),
         }
     }
 
     fn list(&self, value: &Value, at: &str, what: &str) -> Resolved<Vec<Value>> {
         match self.value(value, at)? {
             Value::Array(items) => Ok(items),
-            other => fail(at, format!("{what} must be a list, not {}", describe(&other))),
+            other => fail(at, format!("{what} must be a list, not {}", kind(&other))),
         }
     }
 
@@ -184,7 +185,7 @@ impl Resolver<'_> {
                     let value = match self.value(value, &pointer)? {
                         Value::String(s) => s,
                         Value::Number(n) => n.to_string(),
-                        other => return fail(&pointer, format!("the variable {key} is {}", describe(&other))),
+                        other => return fail(&pointer, format!("the variable {key} is {}", kind(&other))),
                     };
                     values.insert(key.as_str(), value);
                 }
@@ -210,7 +211,7 @@ impl Resolver<'_> {
                 for item in &items {
                     match item {
                         Value::String(s) => texts.push(s.as_str()),
-                        other => return fail(&arg(1), format!("Fn::Join joins strings, not {}", describe(other))),
+                        other => return fail(&arg(1), format!("Fn::Join joins strings, not {}", kind(other))),
                     }
                 }
                 string(texts.join(delimiter))
@@ -387,7 +388,7 @@ impl Resolver<'_> {
         }
         match self.reference(variable, at)? {
             Some(Value::String(s)) => Ok(s),
-            Some(other) => fail(at, format!("${{{variable}}} is {}, which Fn::Sub cannot insert", describe(&other))),
+            Some(other) => fail(at, format!("${{{variable}}} is {}, which Fn::Sub cannot insert", kind(&other))),
             None => fail(at, format!("${{{variable}}} is AWS::NoValue, which Fn::Sub cannot insert")),
         }
     }
@@ -457,16 +458,5 @@ fn comparable(value: &Value) -> Value {
     match value {
         Value::Array(items) => Value::Array(items.iter().map(comparable).collect()),
         other => scalar_text(other).map_or_else(|| other.clone(), Value::String),
-    }
-}
-
-fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
