@@ -36,10 +36,28 @@ pub struct Section<T> {
     pub items: Result<Vec<Item<T>>, ModelError>,
 }
 
+impl<T> Item<T> {
+    /// What the entry parsed to, or the message cfn-init stops with when its turn comes.
+    pub fn parsed(&self) -> Result<&T, String> {
+        self.spec.as_ref().map_err(|e| e.0.clone())
+    }
+}
+
 impl<T> Section<T> {
+    /// A section the config does not have.
+    fn absent() -> Section<T> {
+        Section { pointer: String::new(), present: false, items: Ok(Vec::new()) }
+    }
+
     /// The entries, none when the section is absent or broken.
     pub fn entries(&self) -> &[Item<T>] {
         self.items.as_deref().unwrap_or(&[])
+    }
+
+    /// The entries, or the message cfn-init stops with when the section is not a
+    /// mapping (once its turn comes).
+    pub fn checked_entries(&self) -> Result<&[Item<T>], String> {
+        self.items.as_deref().map_err(|e| e.0.clone())
     }
 }
 
@@ -156,6 +174,20 @@ fn parse_config(name: &str, pointer: &str, value: &Value) -> Config {
 }
 
 impl Sections {
+    /// The sections of a config the document does not have (the implicit `config` of
+    /// an Init without configSets): nothing to do.
+    pub fn absent() -> Sections {
+        Sections {
+            packages: Section::absent(),
+            groups: Section::absent(),
+            users: Section::absent(),
+            sources: Section::absent(),
+            files: Section::absent(),
+            commands: Section::absent(),
+            services: Section::absent(),
+        }
+    }
+
     /// The sections of the config `name` (at `pointer`), each parsed with its section's
     /// parser.
     pub fn parse(name: &str, pointer: &str, map: &Map<String, Value>) -> Sections {
