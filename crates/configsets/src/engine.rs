@@ -5,10 +5,10 @@
 use crate::changes::ChangeRecord;
 use crate::cmd_log::{banner, cmd_log};
 use crate::configsets::ConfigSets;
-use crate::document::{InitDocument, Sections};
+use crate::document::{InitDocument, Section, Sections};
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
-use crate::model::{self, ModelError};
+use crate::model::ModelError;
 use crate::progress;
 use crate::{commands, files, groups, packages, services, sources, users};
 use serde_json::{Map, Value};
@@ -70,28 +70,25 @@ fn run(
     let document = InitDocument::from_init(init, None);
     let sets = checked_sets(&document)?;
     tracing::info!("Running configSets: {}", requested.join(", "));
-    let empty = Map::new();
+    // A config the document does not have (the implicit `config` of an Init without
+    // configSets) has nothing to do.
+    let absent = Sections::absent();
     for set_name in requested {
         let configs = configs_of(&sets, set_name)?;
         tracing::info!("Running configSet {set_name}");
         cmd_log(&"*".repeat(60));
         cmd_log(&format!("ConfigSet {set_name}"));
         for config_name in configs {
-            let config = init.get(config_name).and_then(Value::as_object).unwrap_or(&empty);
             tracing::info!("Running config {config_name}");
             cmd_log(&"+".repeat(60));
             cmd_log(&format!("Config {config_name}"));
-            // Absent (the implicit `config` of an Init without configSets): nothing to do.
-            let absent;
             let sections = match document.config(config_name).map(|c| &c.sections) {
                 Some(Ok(sections)) => sections,
-                _ => {
-                    absent = Sections::parse(config_name, "", config);
-                    &absent
-                }
+                // `checked_sets` has refused a config of the sets that is not an object.
+                _ => &absent,
             };
             progress::config_started(set_name, config_name);
-            let outcome = run_config(config_name, config, sections, env, sync);
+            let outcome = run_config(config_name, sections, env, sync);
             progress::config_ended(config_name, outcome.is_ok());
             outcome.map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
@@ -119,64 +116,43 @@ pub(crate) fn configs_of<'a>(sets: &'a [(String, Vec<String>)], name: &str) -> R
         .ok_or_else(|| BuildError::new(format!("Error: no ConfigSet named {name} exists")))
 }
 
-fn run_config(
-    name: &str,
-    config: &Map<String, Value>,
-    sections: &Sections,
-    env: &Environment<'_>,
-    sync: &mut BackgroundSync,
-) -> Result<(), String> {
+/// One config's sections in the reference's order; each section's errors surface when
+/// its turn comes, after the earlier sections have taken effect.
+fn run_config(name: &str, sections: &Sections, env: &Environment<'_>, sync: &mut BackgroundSync) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
-    let present = |section: &str| config.get(section).is_some_and(cfn_python::truth::is_truthy);
-    progress::section_started(name, "packages", present("packages"));
-    if present("packages") {
-        changes.packages = packages::apply(name, &config["packages"])?;
-    } else {
-        tracing::debug!("No packages specified");
+    if turn_of(name, "packages", &sections.packages) {
+        changes.packages = packages::apply(sections.packages.checked_entries()?)?;
     }
-    progress::section_started(name, "groups", present("groups"));
-    if present("groups") {
-        let entries = model::sorted_entries(name, "groups", config.get("groups")).map_err(|e| e.0)?;
-        changes.groups = groups::apply(name, &entries)?;
-    } else {
-        tracing::debug!("No groups specified");
+    if turn_of(name, "groups", &sections.groups) {
+        changes.groups = groups::apply(sections.groups.checked_entries()?)?;
     }
-    progress::section_started(name, "users", present("users"));
-    if present("users") {
-        let entries = model::sorted_entries(name, "users", config.get("users")).map_err(|e| e.0)?;
-        changes.users = users::apply(name, &entries)?;
-    } else {
-        tracing::debug!("No users specified");
+    if turn_of(name, "users", &sections.users) {
+        changes.users = users::apply(sections.users.checked_entries()?)?;
     }
-    progress::section_started(name, "sources", present("sources"));
-    if present("sources") {
-        let entries = model::sorted_entries(name, "sources", config.get("sources")).map_err(|e| e.0)?;
-        changes.sources = sources::apply(name, &entries, env)?;
-    } else {
-        tracing::debug!("No sources specified");
+    if turn_of(name, "sources", &sections.sources) {
+        changes.sources = sources::apply(sections.sources.checked_entries()?, env)?;
     }
-    progress::section_started(name, "files", present("files"));
-    if present("files") {
-        let entries = sections.files.items.as_ref().map_err(|e| e.0.clone())?;
-        changes.files = files::apply(entries, env, sync)?;
-    } else {
-        tracing::debug!("No files specified");
+    if turn_of(name, "files", &sections.files) {
+        changes.files = files::apply(sections.files.checked_entries()?, env, sync)?;
     }
-    progress::section_started(name, "commands", present("commands"));
-    if present("commands") {
-        let entries = sections.commands.items.as_ref().map_err(|e| e.0.clone())?;
-        changes.commands = commands::apply(name, entries)?;
-    } else {
-        tracing::debug!("No commands specified");
+    if turn_of(name, "commands", &sections.commands) {
+        changes.commands = commands::apply(name, sections.commands.checked_entries()?)?;
     }
     tracing::trace!("changes of config {name}: {changes:?}");
-    progress::section_started(name, "services", present("services"));
-    if present("services") {
-        services::apply(name, &config["services"], &changes)?;
-    } else {
-        tracing::debug!("No services specified");
+    if turn_of(name, "services", &sections.services) {
+        services::apply(sections.services.checked_entries()?, &changes)?;
     }
     Ok(())
+}
+
+/// Whether the section `section` of config `config` is there to run; its start is
+/// reported either way, and an absent one logged as the reference logs it.
+fn turn_of<T>(config: &str, section: &'static str, of: &Section<T>) -> bool {
+    progress::section_started(config, section, of.present);
+    if !of.present {
+        tracing::debug!("No {section} specified");
+    }
+    of.present
 }
 
 #[cfg(test)]

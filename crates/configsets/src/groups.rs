@@ -2,6 +2,7 @@
 //! different gid than requested is an error; a missing one is created as a system
 //! group with `/usr/sbin/groupadd -r [-g <gid>] <name>`.
 
+use crate::document::Item;
 use crate::model::kind;
 use crate::tool::{self, refuse_option_like};
 use cfn_host::users;
@@ -57,11 +58,13 @@ pub fn needs_creating(name: &str, gid: Option<&str>) -> Result<bool, String> {
     Ok(false)
 }
 
-/// Creates the missing groups; returns the names created.
-pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
+/// Creates the missing groups; returns the names created. An entry's error stops the
+/// section when its turn comes.
+pub fn apply(entries: &[Item<Option<String>>]) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
-    for (name, attributes) in entries {
-        let gid = gid(config, name, attributes)?;
+    for entry in entries {
+        let name = &entry.key;
+        let gid = entry.parsed()?;
         if !needs_creating(name, gid.as_deref())? {
             continue;
         }
@@ -85,6 +88,7 @@ pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Sections;
     use serde_json::json;
 
     #[test]
@@ -97,15 +101,21 @@ mod tests {
         assert!(id_text("c", "groups", "g", "gid", Some(&json!([1]))).is_err());
     }
 
+    fn groups(section: Value) -> Vec<Item<Option<String>>> {
+        let config = json!({ "groups": section });
+        Sections::parse("c", "", config.as_object().unwrap()).groups.entries().to_vec()
+    }
+
     #[test]
     fn existing_group_with_another_gid_fails() {
-        let name = "root".to_string();
-        let attrs = json!({"gid": "4242"});
         assert_eq!(
-            apply("c", &[(&name, &attrs)]).unwrap_err(),
+            apply(&groups(json!({"root": {"gid": "4242"}}))).unwrap_err(),
             "Group root exists with gid 0, but gid 4242 was requested"
         );
-        let attrs = json!({"gid": 0});
-        assert_eq!(apply("c", &[(&name, &attrs)]).unwrap(), Vec::<String>::new());
+        assert_eq!(apply(&groups(json!({"root": {"gid": 0}}))).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            apply(&groups(json!({"root": {"gid": [1]}}))).unwrap_err(),
+            "config c, groups root: gid must be a string or a number, not a list"
+        );
     }
 }

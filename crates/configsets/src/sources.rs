@@ -58,12 +58,11 @@
 mod limits;
 mod under_root;
 
+use crate::document::Item;
 use crate::environment::Environment;
-use crate::model;
 use cfn_host::temp_files;
 use limits::{Counted, Exceeded, Limits, TarGuard};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
@@ -80,32 +79,18 @@ const MAX_LINKS: usize = 40;
 /// Memory an xz stream may ask for (KiB); `xz -9` needs about 65 MiB.
 const XZ_MEM_LIMIT_KB: u32 = 512 * 1024;
 
-/// Applies the section's sources; returns the target directories that changed.
-pub fn apply(config: &str, entries: &[(&String, &Value)], env: &Environment<'_>) -> Result<Vec<String>, String> {
-    apply_with(config, entries, env, Limits::default())
+/// Applies the section's sources (target directory → location); returns the target
+/// directories that changed. An entry's error stops the section when its turn comes.
+pub fn apply(entries: &[Item<String>], env: &Environment<'_>) -> Result<Vec<String>, String> {
+    apply_with(entries, env, Limits::default())
 }
 
 /// [`apply`] with other limits (tests lower them).
-fn apply_with(
-    config: &str,
-    entries: &[(&String, &Value)],
-    env: &Environment<'_>,
-    limits: Limits,
-) -> Result<Vec<String>, String> {
+fn apply_with(entries: &[Item<String>], env: &Environment<'_>, limits: Limits) -> Result<Vec<String>, String> {
     let mut changed = Vec::new();
-    for (target, value) in entries {
-        let location = match value {
-            Value::String(s) => s.as_str(),
-            other => {
-                return Err(model::ModelError::at(
-                    config,
-                    "sources",
-                    target,
-                    format!("must be a string, not {}", model::kind(other)),
-                )
-                .0);
-            }
-        };
+    for entry in entries {
+        let target = &entry.key;
+        let location = entry.parsed()?;
         let mut file = open_location(location, env)?;
         // Messages name the location without a password or signature (SEC-02).
         let shown = cfn_aws::http::redact_url(location);
@@ -1051,6 +1036,7 @@ impl<'a, 'b> Writer<'a, 'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Sections;
     use crate::environment::Fetch;
     use std::collections::HashMap;
     use std::io::Write;
@@ -1194,10 +1180,11 @@ mod tests {
         }
         /// Applies `{target: location}` entries.
         fn apply(&self, entries: &[(&str, &str)]) -> Result<Vec<String>, String> {
-            let owned: Vec<(String, Value)> =
-                entries.iter().map(|(t, l)| (self.p(t), Value::String(l.to_string()))).collect();
-            let refs: Vec<(&String, &Value)> = owned.iter().map(|(t, v)| (t, v)).collect();
-            apply_with("config", &refs, &Environment { fetch: &self.fetch }, self.limits)
+            let items: Vec<Item<String>> = entries
+                .iter()
+                .map(|(t, l)| Item { key: self.p(t), pointer: String::new(), spec: Ok(l.to_string()) })
+                .collect();
+            apply_with(&items, &Environment { fetch: &self.fetch }, self.limits)
         }
         fn read(&self, rel: &str) -> String {
             fs::read_to_string(self.p(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
@@ -1306,9 +1293,10 @@ mod tests {
             let loc = t.archive(name, bytes);
             assert_eq!(t.apply(&[("d", &loc)]), Err(format!("Unsupported source file (not zip or tarball): {loc}")));
         }
-        let value = Value::from(3);
         let target = t.p("d");
-        let err = apply("cfg", &[(&target, &value)], &Environment { fetch: &t.fetch }).unwrap_err();
+        let config = serde_json::json!({"sources": {&target: 3}});
+        let sources = Sections::parse("cfg", "", config.as_object().unwrap()).sources;
+        let err = apply(sources.entries(), &Environment { fetch: &t.fetch }).unwrap_err();
         assert_eq!(err, format!("config cfg, sources {target}: must be a string, not a number"));
     }
 

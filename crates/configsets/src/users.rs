@@ -4,6 +4,7 @@
 //! existing user must have the requested uid; its supplementary groups (`usermod -G`,
 //! which replaces them) and home (`usermod -d`, not moved) change only when they differ.
 
+use crate::document::Item;
 use crate::model::kind;
 use crate::tool::{self, refuse_option_like};
 use cfn_host::users;
@@ -180,12 +181,13 @@ pub fn action(name: &str, spec: &UserSpec) -> Result<Option<UserAction>, String>
     Ok(action)
 }
 
-/// Creates or modifies the users; returns the names created or modified.
-pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>, String> {
+/// Creates or modifies the users; returns the names created or modified. An entry's
+/// error stops the section when its turn comes.
+pub fn apply(entries: &[Item<UserSpec>]) -> Result<Vec<String>, String> {
     let mut changed = Vec::new();
-    for (name, value) in entries {
-        let spec = user_spec(config, name, value)?;
-        match action(name, &spec)? {
+    for entry in entries {
+        let name = &entry.key;
+        match action(name, entry.parsed()?)? {
             None => continue,
             Some(UserAction::Modify(argv)) => {
                 run(argv, format!("Failed to modify user {name}"), "Usermod")?;
@@ -204,6 +206,7 @@ pub fn apply(config: &str, entries: &[(&String, &Value)]) -> Result<Vec<String>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Sections;
     use serde_json::json;
 
     #[test]
@@ -244,12 +247,23 @@ mod tests {
             UserSpec { uid: Some("990".into()), groups: vec!["a".into(), "b".into()], home: Some("/h".into()) }
         );
         assert!(user_spec("c", "u", &json!({"groups": [1]})).is_err());
-        let root = "root".to_string();
-        let v = json!({"uid": "4242"});
-        assert_eq!(apply("c", &[(&root, &v)]).unwrap_err(), "User root exists with uid 0, but uid 4242 was requested");
-        let v = json!({"uid": 0});
-        assert_eq!(apply("c", &[(&root, &v)]).unwrap(), Vec::<String>::new());
-        let v = json!({"groups": ["no-such-group-here"]});
-        assert_eq!(apply("c", &[(&root, &v)]).unwrap_err(), "no-such-group-here is not a valid group name");
+        assert_eq!(
+            apply(&users(json!({"root": {"uid": "4242"}}))).unwrap_err(),
+            "User root exists with uid 0, but uid 4242 was requested"
+        );
+        assert_eq!(apply(&users(json!({"root": {"uid": 0}}))).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            apply(&users(json!({"root": {"groups": ["no-such-group-here"]}}))).unwrap_err(),
+            "no-such-group-here is not a valid group name"
+        );
+        assert_eq!(
+            apply(&users(json!({"root": {"homeDir": 1}}))).unwrap_err(),
+            "config c, users root: homeDir must be a string, not a number"
+        );
+    }
+
+    fn users(section: Value) -> Vec<Item<UserSpec>> {
+        let config = json!({ "users": section });
+        Sections::parse("c", "", config.as_object().unwrap()).users.entries().to_vec()
     }
 }

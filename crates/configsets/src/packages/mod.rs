@@ -19,6 +19,7 @@ pub mod rubygems;
 pub mod yum;
 pub mod zypper;
 
+use crate::document::{Item, ManagerPackages};
 use crate::model::kind;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -91,35 +92,35 @@ pub fn check_package(manager: &str, package: &Package) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the `packages` section; returns manager → changed names.
-pub fn apply(config: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
-    let Value::Object(managers) = value else {
-        return Err(format!("config {config}: packages must be an object, not {}", kind(value)));
-    };
+/// Runs the `packages` section, its managers in the order the document gives them
+/// (`manager_order`); returns manager → changed names. A manager's error stops the
+/// section when its turn comes.
+pub fn apply(managers: &[Item<ManagerPackages>]) -> Result<BTreeMap<String, Vec<String>>, String> {
     let mut changes = BTreeMap::new();
-    for manager in manager_order(managers.keys()) {
-        let spec = &managers[manager.as_str()];
-        let changed = match manager.as_str() {
-            "apt" => apt::apply(&parse_packages(config, manager, spec)?)?,
-            "yum" => yum::apply(&yum::YUM, &parse_packages(config, manager, spec)?)?,
-            "dnf" => yum::apply(&dnf::DNF, &parse_packages(config, manager, spec)?)?,
-            "zypper" => zypper::apply(&parse_packages(config, manager, spec)?)?,
-            "python" => python::apply(&parse_packages(config, manager, spec)?)?,
-            "rubygems" => rubygems::apply(&parse_packages(config, manager, spec)?)?,
-            "rpm" => rpm::apply(&rpm::parse_locations(config, spec)?)?,
-            "msi" => {
-                if cfn_python::truth::is_truthy(spec) {
-                    return Err("MSI support is only available under Windows".into());
-                }
+    for manager in managers {
+        let name = manager.key.as_str();
+        let changed = match (name, manager.parsed()?) {
+            ("apt", ManagerPackages::Named(packages)) => apt::apply(packages)?,
+            ("yum", ManagerPackages::Named(packages)) => yum::apply(&yum::YUM, packages)?,
+            ("dnf", ManagerPackages::Named(packages)) => yum::apply(&dnf::DNF, packages)?,
+            ("zypper", ManagerPackages::Named(packages)) => zypper::apply(packages)?,
+            ("python", ManagerPackages::Named(packages)) => python::apply(packages)?,
+            ("rubygems", ManagerPackages::Named(packages)) => rubygems::apply(packages)?,
+            (_, ManagerPackages::Rpm(entries)) => rpm::apply(entries)?,
+            (_, ManagerPackages::Msi { listed: true }) => {
+                return Err("MSI support is only available under Windows".into());
+            }
+            (_, ManagerPackages::Msi { listed: false }) => {
                 tracing::debug!("No MSIs specified");
                 Vec::new()
             }
+            // `Named` holds only the managers above; anything else is `Unsupported`.
             _ => {
-                tracing::warn!("Unsupported package manager: {manager}");
+                tracing::warn!("Unsupported package manager: {name}");
                 continue;
             }
         };
-        changes.insert(manager.clone(), changed);
+        changes.insert(manager.key.clone(), changed);
     }
     Ok(changes)
 }
@@ -127,6 +128,7 @@ pub fn apply(config: &str, value: &Value) -> Result<BTreeMap<String, Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Sections;
     use serde_json::json;
 
     #[test]
@@ -162,12 +164,22 @@ mod tests {
         assert!(check_package("yum", &p).is_ok());
     }
 
+    fn managers(section: Value) -> Vec<Item<ManagerPackages>> {
+        let config = json!({ "packages": section });
+        Sections::parse("c", "", config.as_object().unwrap()).packages.entries().to_vec()
+    }
+
     #[test]
     fn unsupported_managers_warn_and_msi_fails() {
-        assert_eq!(apply("c", &json!({"dpkg": {"x": ""}, "chocolatey": {}})).unwrap(), BTreeMap::new());
+        assert_eq!(apply(&managers(json!({"dpkg": {"x": ""}, "chocolatey": {}}))).unwrap(), BTreeMap::new());
         assert_eq!(
-            apply("c", &json!({"msi": {"x": "http://e/x.msi"}})).unwrap_err(),
+            apply(&managers(json!({"msi": {"x": "http://e/x.msi"}}))).unwrap_err(),
             "MSI support is only available under Windows"
+        );
+        // A manager's own error, once its turn comes.
+        assert_eq!(
+            apply(&managers(json!({"apt": {"x": 1}, "msi": {}}))).unwrap_err(),
+            "config c, packages apt x: a version must be a string, not a number"
         );
     }
 }

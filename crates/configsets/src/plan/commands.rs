@@ -4,31 +4,35 @@
 
 use super::{Item, Options, Pending};
 use crate::commands::{Setting, test_passes, with_defaults};
+use crate::document::{self, CommandEntry};
 use crate::model;
-use serde_json::Value;
 
 /// Returns the commands that would (or may) run, for the change record.
 pub(super) fn plan(
     config: &str,
-    entries: &[(&String, &Value)],
+    entries: &[document::Item<CommandEntry>],
     options: Options,
     pending: &Pending,
     items: &mut Vec<Item>,
 ) -> Result<Vec<String>, String> {
     let mut ran = Vec::new();
-    for (name, value) in entries {
-        let attributes = model::command_attributes(config, name, value).map_err(|e| e.0)?;
-        let has_defaults = attributes.get("defaults").is_some_and(|d| !d.is_null());
-        if has_defaults && !options.run_tests {
-            items.push(Item::change(
-                "commands",
-                format!("run {name}, with attributes from its defaults script (not run without --run-tests)"),
-            ));
-            ran.push(name.to_string());
-            continue;
-        }
-        let attributes = with_defaults(config, name, attributes)?;
-        let spec = model::command_spec(config, name, &attributes).map_err(|e| e.0)?;
+    for entry in entries {
+        let name = &entry.key;
+        let spec = match entry.parsed()? {
+            CommandEntry::Spec(spec) => spec.clone(),
+            CommandEntry::Deferred(_) if !options.run_tests => {
+                items.push(Item::change(
+                    "commands",
+                    format!("run {name}, with attributes from its defaults script (not run without --run-tests)"),
+                ));
+                ran.push(name.to_string());
+                continue;
+            }
+            CommandEntry::Deferred(attributes) => {
+                let attributes = with_defaults(config, name, attributes)?;
+                model::command_spec(config, name, &attributes).map_err(|e| e.0)?
+            }
+        };
         // The build refuses a `runas` user that does not exist; one created above has
         // no account to run a test as yet.
         let runas_created_above = spec.runas.as_ref().is_some_and(|u| pending.users.contains(u.as_str()));

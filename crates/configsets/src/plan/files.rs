@@ -8,10 +8,10 @@
 //! summarised by its size.
 
 use super::{Item, Pending};
+use crate::document;
 use crate::environment::Environment;
 use crate::files::{inline_content, mode_for, owner_ids, process_umask, render, symlink_in_place, symlink_target};
-use crate::model::{self, FileSpec};
-use serde_json::Value;
+use crate::model::FileSpec;
 use std::fs::{self, File};
 use std::io::{Read, Seek};
 use std::os::unix::fs::MetadataExt;
@@ -22,20 +22,19 @@ const MAX_SHOWN: usize = 256 * 1024;
 
 /// Returns the paths whose content a build would change (its change record).
 pub(super) fn plan(
-    config: &str,
-    entries: &[(&String, &Value)],
+    entries: &[document::Item<FileSpec>],
     env: &Environment<'_>,
     pending: &Pending,
     items: &mut Vec<Item>,
 ) -> Result<Vec<String>, String> {
     let umask = process_umask();
     let mut changed = Vec::new();
-    for (path, value) in entries {
-        let spec = model::file_spec(config, path, value).map_err(|e| e.0)?;
+    for entry in entries {
+        let (path, spec) = (&entry.key, entry.parsed()?);
         if !Path::new(&spec.path).is_absolute() {
             return Err(format!("File specified with non-absolute path: {}", spec.path));
         }
-        let item = if spec.is_symlink() { plan_link(&spec)? } else { plan_file(&spec, env, umask, pending)? };
+        let item = if spec.is_symlink() { plan_link(spec)? } else { plan_file(spec, env, umask, pending)? };
         if let Some((item, content_changed)) = item {
             items.push(item);
             if content_changed {

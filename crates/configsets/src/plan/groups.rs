@@ -1,20 +1,20 @@
 //! Groups a build would create (`groups::apply`'s checks).
 
 use super::{Item, Pending};
-use crate::groups::{gid, groupadd_argv, needs_creating};
+use crate::document;
+use crate::groups::{groupadd_argv, needs_creating};
 use crate::tool::refuse_option_like;
-use serde_json::Value;
 
 /// Returns the groups a build would create.
 pub(super) fn plan(
-    config: &str,
-    entries: &[(&String, &Value)],
+    entries: &[document::Item<Option<String>>],
     pending: &mut Pending,
     items: &mut Vec<Item>,
 ) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
-    for (name, attributes) in entries {
-        let gid = gid(config, name, attributes)?;
+    for entry in entries {
+        let name = &entry.key;
+        let gid = entry.parsed()?;
         if pending.groups.contains(name.as_str()) || !needs_creating(name, gid.as_deref())? {
             continue;
         }

@@ -20,10 +20,9 @@ mod sources;
 mod users;
 
 use crate::changes::ChangeRecord;
-use crate::document::InitDocument;
+use crate::document::{InitDocument, Sections};
 use crate::engine::{self, BuildError};
 use crate::environment::Environment;
-use crate::model;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -129,14 +128,19 @@ fn fill(
     env: &Environment<'_>,
     options: Options,
 ) -> Result<(), BuildError> {
-    let sets = engine::checked_sets(&InitDocument::from_init(init, None))?;
+    let document = InitDocument::from_init(init, None);
+    let sets = engine::checked_sets(&document)?;
     let mut pending = Pending::default();
-    let empty = Map::new();
+    // As in the build: a config the document does not have has nothing to do.
+    let absent = Sections::absent();
     for set in requested {
         for name in engine::configs_of(&sets, set)? {
-            let config = init.get(name).and_then(Value::as_object).unwrap_or(&empty);
+            let sections = match document.config(name).map(|c| &c.sections) {
+                Some(Ok(sections)) => sections,
+                _ => &absent,
+            };
             let mut items = Vec::new();
-            let result = plan_config(name, config, env, options, &mut pending, &mut items);
+            let result = plan_config(name, sections, env, options, &mut pending, &mut items);
             plan.configs.push(ConfigPlan { configset: set.clone(), config: name.clone(), items });
             result.map_err(|message| BuildError { message, config: Some(name.clone()) })?;
         }
@@ -144,38 +148,37 @@ fn fill(
     Ok(())
 }
 
-/// One config's sections in the build's order (`engine::run_config`).
+/// One config's sections in the build's order (`engine::run_config`), each stopping
+/// the plan where the build would stop.
 fn plan_config(
     name: &str,
-    config: &Map<String, Value>,
+    sections: &Sections,
     env: &Environment<'_>,
     options: Options,
     pending: &mut Pending,
     items: &mut Vec<Item>,
 ) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
-    let present = |section: &str| config.get(section).filter(|v| cfn_python::truth::is_truthy(v));
-    let entries = |section: &str| model::sorted_entries(name, section, config.get(section)).map_err(|e| e.0);
-    if let Some(value) = present("packages") {
-        changes.packages = packages::plan(name, value, items)?;
+    if sections.packages.present {
+        changes.packages = packages::plan(sections.packages.checked_entries()?, items)?;
     }
-    if present("groups").is_some() {
-        changes.groups = groups::plan(name, &entries("groups")?, pending, items)?;
+    if sections.groups.present {
+        changes.groups = groups::plan(sections.groups.checked_entries()?, pending, items)?;
     }
-    if present("users").is_some() {
-        changes.users = users::plan(name, &entries("users")?, pending, items)?;
+    if sections.users.present {
+        changes.users = users::plan(sections.users.checked_entries()?, pending, items)?;
     }
-    if present("sources").is_some() {
-        changes.sources = sources::plan(name, &entries("sources")?, items)?;
+    if sections.sources.present {
+        changes.sources = sources::plan(sections.sources.checked_entries()?, items)?;
     }
-    if present("files").is_some() {
-        changes.files = files::plan(name, &entries("files")?, env, pending, items)?;
+    if sections.files.present {
+        changes.files = files::plan(sections.files.checked_entries()?, env, pending, items)?;
     }
-    if present("commands").is_some() {
-        changes.commands = commands::plan(name, &entries("commands")?, options, pending, items)?;
+    if sections.commands.present {
+        changes.commands = commands::plan(name, sections.commands.checked_entries()?, options, pending, items)?;
     }
-    if let Some(value) = present("services") {
-        services::plan(name, value, &changes, items)?;
+    if sections.services.present {
+        services::plan(sections.services.checked_entries()?, &changes, items)?;
     }
     Ok(())
 }

@@ -3,57 +3,60 @@
 //! its cache, `rpm -q`, `pip3 show`); no cache is rebuilt and nothing is installed.
 
 use super::Item;
-use crate::model::kind;
+use crate::document::{self, ManagerPackages};
 use crate::packages::rpm::{compare_versions, installed_version};
-use crate::packages::{Package, apt, check_package, manager_order, parse_packages, python, yum};
+use crate::packages::{Package, apt, check_package, python, yum};
 use crate::tool;
-use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// Returns manager → the names a build would install or change (its change record).
 pub(super) fn plan(
-    config: &str,
-    value: &Value,
+    managers: &[document::Item<ManagerPackages>],
     items: &mut Vec<Item>,
 ) -> Result<BTreeMap<String, Vec<String>>, String> {
-    let Value::Object(managers) = value else {
-        return Err(format!("config {config}: packages must be an object, not {}", kind(value)));
-    };
     let mut changes = BTreeMap::new();
-    for manager in manager_order(managers.keys()) {
-        let spec = &managers[manager.as_str()];
-        let section = format!("packages {manager}");
-        let changed = match manager.as_str() {
-            "apt" => plan_apt(&parse_packages(config, manager, spec)?, &section, items)?,
-            "yum" | "dnf" => plan_rpm_based(manager, &parse_packages(config, manager, spec)?, &section, items)?,
-            "python" => plan_python(&parse_packages(config, manager, spec)?, &section, items)?,
-            "zypper" | "rubygems" | "rpm" => {
-                // Their installed checks need the package's location or the manager's
-                // cache; the plan does not fetch or refresh either.
-                let names: Vec<String> = match spec {
-                    Value::Object(map) => map.keys().cloned().collect(),
-                    _ => Vec::new(),
-                };
-                for name in &names {
-                    items.push(Item::change(&section, format!("install {name} if {manager} lacks it (not checked)")));
-                }
-                names
+    for manager in managers {
+        let name = manager.key.as_str();
+        let section = format!("packages {name}");
+        let changed = match (name, manager.parsed()?) {
+            ("apt", ManagerPackages::Named(packages)) => plan_apt(packages, &section, items)?,
+            ("yum" | "dnf", ManagerPackages::Named(packages)) => plan_rpm_based(name, packages, &section, items)?,
+            ("python", ManagerPackages::Named(packages)) => plan_python(packages, &section, items)?,
+            // Their installed checks need the package's location or the manager's
+            // cache; the plan does not fetch or refresh either.
+            ("zypper" | "rubygems", ManagerPackages::Named(packages)) => {
+                not_checked(name, packages.iter().map(|p| &p.name), &section, items)
             }
-            "msi" => {
-                if cfn_python::truth::is_truthy(spec) {
-                    return Err("MSI support is only available under Windows".into());
-                }
-                Vec::new()
+            (_, ManagerPackages::Rpm(entries)) => not_checked(name, entries.iter().map(|e| &e.label), &section, items),
+            (_, ManagerPackages::Msi { listed: true }) => {
+                return Err("MSI support is only available under Windows".into());
             }
+            (_, ManagerPackages::Msi { listed: false }) => Vec::new(),
+            // `Named` holds only the managers above; anything else is `Unsupported`.
             _ => {
-                items.push(Item::remark(&section, format!("unsupported package manager {manager}, ignored")));
+                items.push(Item::remark(&section, format!("unsupported package manager {name}, ignored")));
                 continue;
             }
         };
-        changes.insert(manager.clone(), changed);
+        changes.insert(manager.key.clone(), changed);
     }
     Ok(changes)
+}
+
+/// Every name listed, as a possible install.
+fn not_checked<'a>(
+    manager: &str,
+    names: impl Iterator<Item = &'a String>,
+    section: &str,
+    items: &mut Vec<Item>,
+) -> Vec<String> {
+    names
+        .map(|name| {
+            items.push(Item::change(section, format!("install {name} if {manager} lacks it (not checked)")));
+            name.clone()
+        })
+        .collect()
 }
 
 fn query(argv: &[String]) -> Result<tool::Output, String> {

@@ -4,49 +4,50 @@
 
 use super::Item;
 use crate::changes::ChangeRecord;
-use crate::model::kind;
+use crate::document::{self, ServiceSpec};
 use crate::services::{Controller, converge, restart_reasons, services, systemd, sysvinit};
 use crate::tool::refuse_option_like;
-use serde_json::Value;
 use std::path::Path;
 
-pub(super) fn plan(config: &str, value: &Value, changes: &ChangeRecord, items: &mut Vec<Item>) -> Result<(), String> {
-    let Value::Object(managers) = value else {
-        return Err(format!("config {config}: services must be an object, not {}", kind(value)));
-    };
-    for (manager, services_value) in managers {
-        let section = format!("services {manager}");
-        let (is_running, is_enabled): (Query, EnabledQuery) = match manager.as_str() {
+pub(super) fn plan(
+    managers: &[document::Item<Vec<document::Item<ServiceSpec>>>],
+    changes: &ChangeRecord,
+    items: &mut Vec<Item>,
+) -> Result<(), String> {
+    for manager in managers {
+        let name = manager.key.as_str();
+        let section = format!("services {name}");
+        let (is_running, is_enabled): (Query, EnabledQuery) = match name {
             "sysvinit" => (sysvinit::is_running_now, sysvinit::is_enabled),
             "systemd" => (systemd::is_active, systemd::is_enabled),
             "windows" => {
-                if !services(config, manager, services_value)?.is_empty() {
+                if !services(manager)?.is_empty() {
                     return Err("Cannot modify windows services without pywin32".into());
                 }
                 continue;
             }
             _ => {
-                items.push(Item::remark(&section, format!("unsupported service manager {manager}, ignored")));
+                items.push(Item::remark(&section, format!("unsupported service manager {name}, ignored")));
                 continue;
             }
         };
-        let listed = services(config, manager, services_value)?;
-        if manager == "systemd" && !listed.is_empty() && !Path::new(systemd::SYSTEMCTL).exists() {
+        let listed = services(manager)?;
+        if name == "systemd" && !listed.is_empty() && !Path::new(systemd::SYSTEMCTL).exists() {
             return Err("SystemD is not available on the instance".into());
         }
-        for (service, properties) in listed {
-            refuse_option_like(manager, "service", service)?;
-            if manager == "sysvinit" && service.contains('/') {
+        for (service, spec) in listed {
+            refuse_option_like(name, "service", service)?;
+            if name == "sysvinit" && service.contains('/') {
                 return Err(format!("Invalid service name {service}"));
             }
             let mut recorder = Recorder {
                 section: &section,
-                reasons: restart_reasons(properties, changes),
+                reasons: restart_reasons(&spec.properties, changes),
                 is_running,
                 is_enabled,
                 items: &mut *items,
             };
-            converge(&mut recorder, service, properties, changes)?;
+            converge(&mut recorder, service, spec, changes)?;
         }
     }
     Ok(())

@@ -9,8 +9,7 @@ pub mod systemd;
 pub mod sysvinit;
 
 use crate::changes::ChangeRecord;
-use crate::model::kind;
-use cfn_python::truth::is_true;
+use crate::document::{Item, ServiceSpec};
 use serde_json::{Map, Value};
 
 /// The names a service lists under `key` (a list of strings; a single string is taken
@@ -73,23 +72,22 @@ pub(crate) trait Controller {
 pub(crate) fn converge(
     controller: &mut dyn Controller,
     service: &str,
-    properties: &Map<String, Value>,
+    spec: &ServiceSpec,
     changes: &ChangeRecord,
 ) -> Result<(), String> {
-    let force_restart = restart_required(properties, changes);
-    match properties.get("enabled") {
-        Some(v) => controller.set_enabled(service, is_true(v))?,
+    let force_restart = restart_required(&spec.properties, changes);
+    match spec.enabled {
+        Some(enabled) => controller.set_enabled(service, enabled)?,
         None => tracing::debug!("Not modifying enabled state of service {service}"),
     }
     if force_restart {
         tracing::debug!("Restarting {service} due to change detected in dependency");
         return controller.restart(service);
     }
-    let Some(v) = properties.get("ensureRunning") else {
+    let Some(ensure) = spec.ensure_running else {
         tracing::debug!("Not modifying running state of service {service}");
         return Ok(());
     };
-    let ensure = is_true(v);
     let running = controller.is_running(service)?;
     if ensure && !running {
         tracing::debug!("Starting service {service} as it is not running");
@@ -103,40 +101,30 @@ pub(crate) fn converge(
     }
 }
 
-/// One service: its name and properties.
-pub type Service<'a> = (&'a String, &'a Map<String, Value>);
+/// One service: its name and what it asks for.
+pub type Service<'a> = (&'a str, &'a ServiceSpec);
 
-/// The services of one manager: name → properties, in document order.
-pub(crate) fn services<'a>(config: &str, manager: &str, value: &'a Value) -> Result<Vec<Service<'a>>, String> {
-    let map = match value {
-        Value::Null => return Ok(Vec::new()),
-        Value::Object(map) => map,
-        other => return Err(format!("config {config}: services {manager} must be an object, not {}", kind(other))),
-    };
-    map.iter()
-        .map(|(name, props)| match props {
-            Value::Object(p) => Ok((name, p)),
-            other => Err(format!("config {config}, services {manager} {name}: must be an object, not {}", kind(other))),
-        })
-        .collect()
+/// The services of one manager, in document order, once every one of them is an
+/// object: a bad one refuses the manager before any of its services is touched.
+pub(crate) fn services(manager: &Item<Vec<Item<ServiceSpec>>>) -> Result<Vec<Service<'_>>, String> {
+    manager.parsed()?.iter().map(|service| Ok((service.key.as_str(), service.parsed()?))).collect()
 }
 
-pub fn apply(config: &str, value: &Value, changes: &ChangeRecord) -> Result<(), String> {
-    let Value::Object(managers) = value else {
-        return Err(format!("config {config}: services must be an object, not {}", kind(value)));
-    };
-    for (manager, services_value) in managers {
-        match manager.as_str() {
-            "sysvinit" => sysvinit::apply(&services(config, manager, services_value)?, changes)?,
-            "systemd" => systemd::apply(&services(config, manager, services_value)?, changes)?,
+/// Runs the `services` section: each manager in document order.
+pub fn apply(managers: &[Item<Vec<Item<ServiceSpec>>>], changes: &ChangeRecord) -> Result<(), String> {
+    for manager in managers {
+        match manager.key.as_str() {
+            "sysvinit" => sysvinit::apply(&services(manager)?, changes)?,
+            "systemd" => systemd::apply(&services(manager)?, changes)?,
             "windows" => {
-                if services(config, manager, services_value)?.is_empty() {
+                if services(manager)?.is_empty() {
                     tracing::debug!("No Windows services specified");
                 } else {
                     return Err("Cannot modify windows services without pywin32".into());
                 }
             }
-            _ => tracing::warn!("Unsupported service manager: {manager}"),
+            // Skipped whatever it holds, as the reference skips it.
+            other => tracing::warn!("Unsupported service manager: {other}"),
         }
     }
     Ok(())
@@ -145,6 +133,7 @@ pub fn apply(config: &str, value: &Value, changes: &ChangeRecord) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Sections;
     use serde_json::json;
 
     fn props(v: Value) -> Map<String, Value> {
@@ -174,15 +163,27 @@ mod tests {
         assert_eq!(restart_reasons(&both, &changes), ["files /etc/a.conf", "packages apt nginx"]);
     }
 
+    fn managers(section: Value) -> Vec<Item<Vec<Item<ServiceSpec>>>> {
+        let config = json!({ "services": section });
+        Sections::parse("c", "", config.as_object().unwrap()).services.entries().to_vec()
+    }
+
     #[test]
     fn unsupported_managers_warn_and_windows_fails() {
         let changes = ChangeRecord::default();
-        assert!(apply("c", &json!({"upstart": {"x": {}}}), &changes).is_ok());
-        assert!(apply("c", &json!({"windows": {}}), &changes).is_ok());
+        assert!(apply(&managers(json!({"upstart": {"x": {}}})), &changes).is_ok());
+        assert!(apply(&managers(json!({"upstart": [1]})), &changes).is_ok());
+        assert!(apply(&managers(json!({"windows": {}})), &changes).is_ok());
         assert_eq!(
-            apply("c", &json!({"windows": {"w3svc": {}}}), &changes).unwrap_err(),
+            apply(&managers(json!({"windows": {"w3svc": {}}})), &changes).unwrap_err(),
             "Cannot modify windows services without pywin32"
         );
-        assert!(apply("c", &json!({"sysvinit": {"x": 1}}), &changes).is_err());
+        assert!(apply(&managers(json!({"sysvinit": {"x": 1}})), &changes).is_err());
+        // A service that is not an object refuses its manager before any of its services
+        // is looked at: `/bad`, first, would fail on its name.
+        assert_eq!(
+            apply(&managers(json!({"sysvinit": {"/bad": {}, "x": 1}})), &changes).unwrap_err(),
+            "config c, services sysvinit x: must be an object, not a number"
+        );
     }
 }

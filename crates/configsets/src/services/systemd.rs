@@ -100,9 +100,9 @@ pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<
     if !Path::new(SYSTEMCTL).exists() {
         return Err("SystemD is not available on the instance".into());
     }
-    for (service, properties) in services {
+    for (service, spec) in services {
         tool::refuse_option_like("systemd", "service", service)?;
-        converge(&mut Systemctl, service, properties, changes)?;
+        converge(&mut Systemctl, service, spec, changes)?;
     }
     Ok(())
 }

@@ -168,12 +168,12 @@ pub fn apply(services: &[super::Service<'_>], changes: &ChangeRecord) -> Result<
         return Ok(());
     }
     let mut tools = Tools { modifier: None, runner: None };
-    for (service, properties) in services {
+    for (service, spec) in services {
         crate::tool::refuse_option_like("sysvinit", "service", service)?;
         if service.contains('/') {
             return Err(format!("Invalid service name {service}"));
         }
-        converge(&mut tools, service, properties, changes)?;
+        converge(&mut tools, service, spec, changes)?;
     }
     Ok(())
 }

@@ -12,10 +12,10 @@
 //! archive or the target.
 
 use crate::config;
+use cfn_configsets::document::Item;
 use cfn_configsets::environment::{Environment, Fetch};
 use cfn_configsets::sources;
 use proptest::prelude::*;
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::Write;
@@ -385,8 +385,8 @@ proptest! {
 
         let secret_inode = before[&sandbox.join("outside/secret")].inode;
         let target_text = target.to_str().unwrap().to_string();
-        let location = Value::String(archive.to_str().unwrap().into());
-        let result = sources::apply("fuzz", &[(&target_text, &location)], &Environment { fetch: &NoDownloads });
+        let entry = Item { key: target_text.clone(), pointer: String::new(), spec: Ok(archive.to_str().unwrap().into()) };
+        let result = sources::apply(&[entry], &Environment { fetch: &NoDownloads });
 
         let after = snapshot(&sandbox, &target);
         let outside = |map: &BTreeMap<PathBuf, Node>| -> BTreeMap<PathBuf, Node> {
