@@ -5,9 +5,9 @@
 
 use crate::{config, json, object, word};
 use cfn_configsets::changes::ChangeRecord;
+use cfn_configsets::document::{CommandEntry, Item, Section, Sections};
 use cfn_configsets::model::{self, CommandLine, Content};
-use cfn_configsets::packages::{self, rpm};
-use cfn_configsets::{configsets, groups, services, users};
+use cfn_configsets::{configsets, services};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -56,57 +56,61 @@ pub fn config_value() -> impl Strategy<Value = Map<String, Value>> {
     sections.prop_map(|pairs| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
-/// Parses one config the way the engine does, section by section; returns the errors.
+/// Parses one config the way the engine does (`Sections::parse`); returns the errors of
+/// its sections and entries.
 fn parse_config(name: &str, config: &Map<String, Value>) -> Vec<(String, String)> {
+    let sections = Sections::parse(name, "", config);
     let mut errors = Vec::new();
-    let mut fail = |item: &str, e: String| errors.push((item.to_string(), e));
-    for section in SECTIONS {
-        let entries = match model::sorted_entries(name, section, config.get(*section)) {
-            Ok(entries) => entries,
-            Err(e) => {
-                fail(section, e.0);
-                continue;
-            }
-        };
-        let keys: Vec<&String> = entries.iter().map(|(k, _)| *k).collect();
-        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{section} entries are sorted by name");
-        for (item, value) in &entries {
-            let result = match *section {
-                "files" => {
-                    model::file_spec(name, item, value).map(|spec| assert_eq!(spec.path, **item)).map_err(|e| e.0)
-                }
-                "commands" => model::command_attributes(name, item, value)
-                    .and_then(|attrs| model::command_spec(name, item, attrs))
-                    .map(|spec| assert_eq!(spec.name, **item))
-                    .map_err(|e| e.0),
-                "users" => users::user_spec(name, item, value).map(drop),
-                "groups" => groups::id_text(name, "groups", item, "gid", value.get("gid")).map(drop),
-                "packages" if *item == "rpm" => rpm::parse_locations(name, value).map(drop),
-                "packages" => packages::parse_packages(name, item, value).map(drop),
-                "services" => {
-                    if let Some(services) = value.as_object() {
-                        for properties in services.values().filter_map(Value::as_object) {
-                            let changes = ChangeRecord {
-                                files: keys.iter().map(|k| k.to_string()).collect(),
-                                ..Default::default()
-                            };
-                            services::restart_required(properties, &changes);
-                        }
-                    }
-                    Ok(())
-                }
-                _ => Ok(()),
-            };
-            if let Err(e) = result {
-                fail(item, e);
-            }
+    errors.extend(section_errors("packages", &sections.packages));
+    let managers = sections.packages.entries();
+    let listed = config.get("packages").and_then(Value::as_object).map_or(0, Map::len);
+    assert_eq!(managers.len(), listed, "every manager keeps its place in the order");
+    errors.extend(sorted_section_errors("groups", &sections.groups));
+    errors.extend(sorted_section_errors("users", &sections.users));
+    errors.extend(sorted_section_errors("sources", &sections.sources));
+    errors.extend(sorted_section_errors("files", &sections.files));
+    for file in sections.files.entries() {
+        if let Ok(spec) = &file.spec {
+            assert_eq!(spec.path, file.key);
         }
-        if *section == "packages" {
-            let order = packages::manager_order(keys.iter().copied());
-            assert_eq!(order.len(), keys.len(), "every manager keeps its place in the order");
+    }
+    errors.extend(sorted_section_errors("commands", &sections.commands));
+    for command in sections.commands.entries() {
+        if let Ok(CommandEntry::Spec(spec)) = &command.spec {
+            assert_eq!(spec.name, command.key);
+        }
+    }
+    errors.extend(section_errors("services", &sections.services));
+    let changes =
+        ChangeRecord { files: sections.files.entries().iter().map(|f| f.key.clone()).collect(), ..Default::default() };
+    for manager in sections.services.entries() {
+        // A manager's own error is among the section's.
+        let Ok(listed) = &manager.spec else { continue };
+        errors.extend(item_errors(listed));
+        for service in listed.iter().filter_map(|s| s.spec.as_ref().ok()) {
+            services::restart_required(&service.properties, &changes);
         }
     }
     errors
+}
+
+/// The section's error, or its entries' errors, each with the name of what is at fault.
+fn section_errors<T>(name: &str, section: &Section<T>) -> Vec<(String, String)> {
+    match &section.items {
+        Err(e) => vec![(name.to_string(), e.0.clone())],
+        Ok(items) => item_errors(items),
+    }
+}
+
+fn item_errors<T>(items: &[Item<T>]) -> Vec<(String, String)> {
+    items.iter().filter_map(|i| i.spec.as_ref().err().map(|e| (i.key.clone(), e.0.clone()))).collect()
+}
+
+/// [`section_errors`] of a section whose entries run in name order.
+fn sorted_section_errors<T>(name: &str, section: &Section<T>) -> Vec<(String, String)> {
+    let keys: Vec<&String> = section.entries().iter().map(|i| &i.key).collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{name} entries are sorted by name");
+    section_errors(name, section)
 }
 
 /// `ignoreErrors` values and what they mean (SPEC §10.11).
