@@ -1,7 +1,8 @@
-//! The typed model of a config's `files` and `commands` sections, parsed from JSON
-//! when the section's turn comes (so earlier sections take effect first, as in the
-//! reference). Errors name their place; where the reference had a message of its own,
-//! that text is kept as it is, because scripts and people search for it.
+//! The typed model of a config's `files` and `commands` sections, parsed from JSON once
+//! by [`crate::document`]; an error is held until its section's turn comes (so earlier
+//! sections take effect first, as in the reference). Errors name their place; where the
+//! reference had a message of its own, that text is kept as it is, because scripts and
+//! people search for it.
 
 use cfn_python::truth as boolish;
 use serde_json::{Map, Value};
