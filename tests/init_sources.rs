@@ -253,6 +253,20 @@ fn missing_unsupported_and_ftp_locations_fail_with_the_reference_messages() {
     assert!(!host.exists("root/d"));
 }
 
+/// An entry that is not a location stops the section at its turn: the targets before it
+/// (in name order) are extracted, the ones after it are not (INIT-SRC-01, INIT-CS-07).
+#[test]
+fn a_target_without_a_location_fails_at_its_turn_after_the_targets_before_it() {
+    let host = Host::new();
+    let loc = host.write("app.tgz", &gzip(&app_tar()));
+    let bad = host.p("root/b");
+    host.sources(json!({host.p("root/c"): &loc, &bad: 5, host.p("root/a"): &loc})).code(1).stderr_is(&format!(
+        "Error occurred during build: config config, sources {bad}: must be a string, not a number\n"
+    ));
+    assert_app(&host, "root/a", true);
+    assert!(!host.exists("root/b") && !host.exists("root/c"));
+}
+
 /// Runs an archive that must be refused: exit 1, the error names the archive and the
 /// member, nothing is written outside, and (`before`) nothing at all was extracted.
 fn refused(host: &Host, name: &str, bytes: &[u8], expected: &str, before: bool) {

@@ -239,6 +239,61 @@ fn groups_and_users_are_created_modified_and_checked() {
     assert!(out.contains("no-cfnnew"), "{out}");
 }
 
+/// A bad entry stops the build when its turn comes: the sections before it and the
+/// entries before it in its own section have taken effect, nothing after it has
+/// (INIT-CS-07, INIT-GRP-01, INIT-USR-01). A service manager's services are all checked
+/// before any of them is touched (INIT-SVC-01).
+#[test]
+fn a_bad_entry_fails_at_its_turn_after_what_comes_before_it() {
+    let o = Overlay::new(rootfs()).with_cfn_init();
+    o.put("/etc/init.d/cfntest", INIT_SCRIPT, 0o755);
+    o.metadata(
+        "users",
+        serde_json::json!({"config": {
+            "groups": {"cfnearly": {}},
+            "users": {"cfnzlast": {}, "cfnbad": {"homeDir": 5}, "cfnafirst": {"groups": ["cfnearly"]}},
+            "files": {"/etc/cfnlater.conf": {"content": "x"}}
+        }}),
+    );
+    o.metadata(
+        "services",
+        serde_json::json!({"config": {
+            "files": {"/etc/cfnearly.conf": {"content": "x"}},
+            "services": {"sysvinit": {"cfntest": {"ensureRunning": true}, "cfnworse": 1}}
+        }}),
+    );
+    let script = [
+        &cfn_init("users"),
+        "getent group cfnearly; id cfnafirst || echo no-cfnafirst; getent passwd cfnbad cfnzlast || echo no-cfnbad-nor-cfnzlast\n",
+        "[ -e /etc/cfnlater.conf ] && echo later-written || echo later-not-written\n",
+        &cfn_init("services"),
+        "cat /etc/cfnearly.conf; echo\n",
+        starts(),
+    ]
+    .concat();
+    let ran = o.run(&script);
+    let out = &ran.out;
+    assert_eq!(ran.code, 0, "{out}");
+
+    let users = o.read("/tmp/users.log");
+    assert!(
+        out.contains("users exit 1\nError occurred during build: config config, users cfnbad: homeDir must be a string, not a number\n"),
+        "{out}\n{users}"
+    );
+    assert!(has(&users, "[INFO] Created group cfnearly successfully"), "{users}");
+    assert!(has(&users, "[INFO] Added user cfnafirst successfully"), "{users}");
+    assert!(out.contains("cfnearly:x:") && out.contains("(cfnafirst)") && out.contains("(cfnearly)"), "{out}");
+    assert!(out.contains("no-cfnbad-nor-cfnzlast\nlater-not-written\n"), "{out}");
+
+    let services = o.read("/tmp/services.log");
+    assert!(
+        out.contains("services exit 1\nError occurred during build: config config, services sysvinit cfnworse: must be an object, not a number\n"),
+        "{out}\n{services}"
+    );
+    assert!(out.contains("x\nstarts=0\nstopped"), "{out}\n{services}");
+    assert!(!services.contains("cfntest"), "{services}");
+}
+
 #[test]
 fn sysv_service_is_enabled_started_and_restarted_when_its_file_changes() {
     let o = Overlay::new(rootfs()).with_cfn_init();
