@@ -206,6 +206,12 @@ fn bad_input_is_an_error_with_exit_1() {
         .code(1)
         .stderr_has("cfn-init would fail: File specified with non-absolute path: relative/x")
         .stdout_is("configSet default, config config:\n  nothing to do\ncfn-init would stop here: File specified with non-absolute path: relative/x\n");
+    // A package entry the build would refuse stops the plan, even under a manager whose
+    // installed packages the plan does not ask about.
+    let file = metadata_file(&sandbox, json!({"config": {"packages": {"rpm": {"a": 1}}}}));
+    plan(&sandbox, &[&file]).code(1).stderr_is(
+        "cfn-bootstrap plan: cfn-init would fail: config config, packages rpm a: a location must be a string, not a number\n",
+    );
     let file =
         metadata_file(&sandbox, json!({"config": {"commands": {"c": {"command": "true", "runas": "no-such-user-x"}}}}));
     plan(&sandbox, &[&file])
