@@ -10,6 +10,7 @@ use crate::configsets::{self, ConfigSets};
 use crate::locations::pointer_step;
 use crate::model::{self, CommandSpec, FileSpec, ModelError, kind};
 use crate::packages::{self, Package, rpm::RpmEntry};
+use crate::services::{self, Dependencies};
 use crate::users::UserSpec;
 use crate::{groups, users};
 use cfn_aws::auth::{AuthBlock, Authentication};
@@ -83,7 +84,7 @@ pub const SERVICE_MANAGERS: [&str; 3] = ["sysvinit", "systemd", "windows"];
 pub struct ServiceSpec {
     pub enabled: Option<bool>,
     pub ensure_running: Option<bool>,
-    pub properties: Map<String, Value>,
+    pub depends_on: Dependencies,
 }
 
 /// A `commands` entry: its attributes, or — with a `defaults` script — the attributes
@@ -298,7 +299,7 @@ fn parse_services(config: &str, manager: &str, value: &Value) -> Result<Vec<Item
                 Value::Object(p) => Ok(ServiceSpec {
                     enabled: p.get("enabled").map(is_true),
                     ensure_running: p.get("ensureRunning").map(is_true),
-                    properties: p.clone(),
+                    depends_on: services::dependencies(p),
                 }),
                 other => Err(ModelError(format!(
                     "config {config}, services {manager} {name}: must be an object, not {}",

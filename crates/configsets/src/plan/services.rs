@@ -42,7 +42,7 @@ pub(super) fn plan(
             }
             let mut recorder = Recorder {
                 section: &section,
-                reasons: restart_reasons(&spec.properties, changes),
+                reasons: restart_reasons(&spec.depends_on, changes),
                 is_running,
                 is_enabled,
                 items: &mut *items,

@@ -11,47 +11,75 @@ pub mod sysvinit;
 use crate::changes::ChangeRecord;
 use crate::document::{Item, ServiceSpec};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
-/// The names a service lists under `key` (a list of strings; a single string is taken
-/// as one name).
-fn listed<'a>(properties: &'a Map<String, Value>, key: &str) -> Vec<&'a str> {
+/// What a service is restarted for (INIT-SVC-03): the names it lists under each
+/// section of the same config, and under `packages` per manager.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dependencies {
+    pub files: Vec<String>,
+    pub sources: Vec<String>,
+    pub groups: Vec<String>,
+    pub users: Vec<String>,
+    pub commands: Vec<String>,
+    /// Manager → package names.
+    pub packages: BTreeMap<String, Vec<String>>,
+}
+
+/// A service's dependencies as its properties list them. Nothing here is an error: what
+/// is neither a name nor a list of names lists nothing (the build never stopped on it).
+pub fn dependencies(properties: &Map<String, Value>) -> Dependencies {
+    let packages = match properties.get("packages") {
+        Some(Value::Object(managers)) => managers.keys().map(|m| (m.clone(), listed(managers, m))).collect(),
+        _ => BTreeMap::new(),
+    };
+    Dependencies {
+        files: listed(properties, "files"),
+        sources: listed(properties, "sources"),
+        groups: listed(properties, "groups"),
+        users: listed(properties, "users"),
+        commands: listed(properties, "commands"),
+        packages,
+    }
+}
+
+/// The names listed under `key` (a list of strings; a single string is taken as one
+/// name).
+fn listed(properties: &Map<String, Value>, key: &str) -> Vec<String> {
     match properties.get(key) {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(String::from).collect(),
+        Some(Value::String(s)) => vec![s.clone()],
         _ => Vec::new(),
     }
 }
 
 /// The names listed that changed.
-fn matching<'a>(wanted: &[&'a str], changed: &[String]) -> Vec<&'a str> {
-    wanted.iter().copied().filter(|w| changed.iter().any(|c| c == w)).collect()
+fn matching<'a>(wanted: &'a [String], changed: &[String]) -> impl Iterator<Item = &'a String> {
+    wanted.iter().filter(|w| changed.contains(w))
 }
 
 /// Whether a change this service depends on happened in the same config.
-pub fn restart_required(properties: &Map<String, Value>, changes: &ChangeRecord) -> bool {
-    !restart_reasons(properties, changes).is_empty()
+pub fn restart_required(depends_on: &Dependencies, changes: &ChangeRecord) -> bool {
+    !restart_reasons(depends_on, changes).is_empty()
 }
 
 /// The changes of the same config that this service depends on, as `files /etc/a.conf`
 /// or `packages apt nginx`.
-pub fn restart_reasons(properties: &Map<String, Value>, changes: &ChangeRecord) -> Vec<String> {
-    let lists: [(&str, &Vec<String>); 5] = [
-        ("files", &changes.files),
-        ("sources", &changes.sources),
-        ("groups", &changes.groups),
-        ("users", &changes.users),
-        ("commands", &changes.commands),
+pub fn restart_reasons(depends_on: &Dependencies, changes: &ChangeRecord) -> Vec<String> {
+    let lists = [
+        ("files", &depends_on.files, &changes.files),
+        ("sources", &depends_on.sources, &changes.sources),
+        ("groups", &depends_on.groups, &changes.groups),
+        ("users", &depends_on.users, &changes.users),
+        ("commands", &depends_on.commands, &changes.commands),
     ];
     let mut reasons = Vec::new();
-    for (key, changed) in lists {
-        reasons.extend(matching(&listed(properties, key), changed).iter().map(|name| format!("{key} {name}")));
+    for (key, wanted, changed) in lists {
+        reasons.extend(matching(wanted, changed).map(|name| format!("{key} {name}")));
     }
-    if let Some(Value::Object(packages)) = properties.get("packages") {
-        for (manager, changed) in &changes.packages {
-            if packages.contains_key(manager) {
-                let names = matching(&listed(packages, manager), changed);
-                reasons.extend(names.iter().map(|name| format!("packages {manager} {name}")));
-            }
+    for (manager, changed) in &changes.packages {
+        if let Some(wanted) = depends_on.packages.get(manager) {
+            reasons.extend(matching(wanted, changed).map(|name| format!("packages {manager} {name}")));
         }
     }
     reasons
@@ -75,7 +103,7 @@ pub(crate) fn converge(
     spec: &ServiceSpec,
     changes: &ChangeRecord,
 ) -> Result<(), String> {
-    let force_restart = restart_required(&spec.properties, changes);
+    let force_restart = restart_required(&spec.depends_on, changes);
     match spec.enabled {
         Some(enabled) => controller.set_enabled(service, enabled)?,
         None => tracing::debug!("Not modifying enabled state of service {service}"),
@@ -136,8 +164,8 @@ mod tests {
     use crate::document::Sections;
     use serde_json::json;
 
-    fn props(v: Value) -> Map<String, Value> {
-        v.as_object().unwrap().clone()
+    fn props(v: Value) -> Dependencies {
+        dependencies(v.as_object().unwrap())
     }
 
     #[test]

@@ -88,7 +88,7 @@ fn parse_config(name: &str, config: &Map<String, Value>) -> Vec<(String, String)
         let Ok(listed) = &manager.spec else { continue };
         errors.extend(item_errors(listed));
         for service in listed.iter().filter_map(|s| s.spec.as_ref().ok()) {
-            services::restart_required(&service.properties, &changes);
+            services::restart_required(&service.depends_on, &changes);
         }
     }
     errors
