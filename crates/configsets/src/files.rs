@@ -25,7 +25,9 @@ use crate::document::Item;
 use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::{Content, FileSpec};
-use crate::parent_dir::{Entry, ParentDir, open_parent};
+#[cfg(test)]
+use crate::parent_dir::open_parent;
+use crate::parent_dir::{Entry, LastParent, ParentDir};
 use base64::Engine;
 use cfn_host::{temp_files, users};
 use serde_json::Value;
@@ -46,11 +48,11 @@ pub fn apply(
 ) -> Result<Vec<String>, String> {
     let umask = process_umask();
     let mut changed = Vec::new();
-    let mut touched_dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut dirs = SectionDirs::default();
     let mut result = Ok(());
     for entry in entries {
         let outcome = match &entry.spec {
-            Ok(spec) => write_file(spec, env, umask, &mut touched_dirs),
+            Ok(spec) => write_file(spec, env, umask, &mut dirs),
             Err(e) => Err(e.0.clone()),
         };
         match outcome {
@@ -62,8 +64,29 @@ pub fn apply(
             }
         }
     }
-    sync.start(touched_dirs);
+    sync.start(dirs.touched);
     result.map(|()| changed)
+}
+
+/// The directories a section writes in: the one open now, and all it wrote in (to be
+/// made durable at the end).
+#[derive(Default)]
+struct SectionDirs {
+    last: LastParent,
+    touched: BTreeSet<PathBuf>,
+}
+
+impl SectionDirs {
+    /// The opened directory that holds `path`, and the name in it. A directory met for
+    /// the first time is rid of a killed run's leftovers and remembered to be synced.
+    fn open(&mut self, path: &Path) -> Result<(&ParentDir, OsString), String> {
+        let (dir, name, fresh) = self.last.open(path).map_err(|e| e.to_string())?;
+        if fresh {
+            temp_files::remove_stale(dir.as_fd());
+            self.touched.insert(dir.path.clone());
+        }
+        Ok((dir, name))
+    }
 }
 
 /// The process umask (read without changing it for longer than the call).
@@ -290,24 +313,17 @@ impl Drop for Temp<'_> {
 }
 
 /// Writes one file; returns whether it changed.
-fn write_file(
-    spec: &FileSpec,
-    env: &Environment<'_>,
-    umask: u32,
-    touched: &mut BTreeSet<PathBuf>,
-) -> Result<bool, String> {
+fn write_file(spec: &FileSpec, env: &Environment<'_>, umask: u32, dirs: &mut SectionDirs) -> Result<bool, String> {
     let path = Path::new(&spec.path);
     if !path.is_absolute() {
         return Err(format!("File specified with non-absolute path: {}", spec.path));
     }
     if spec.is_symlink() {
-        return write_symlink(spec, path, touched);
+        return write_symlink(spec, path, dirs);
     }
-    let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
-    temp_files::remove_stale(dir.as_fd());
-    touched.insert(dir.path.clone());
-    let backup = Backup::take(&dir, &name)?;
-    let result = write_regular(spec, &dir, &name, env, umask, backup.previous.as_ref())
+    let (dir, name) = dirs.open(path)?;
+    let backup = Backup::take(dir, &name)?;
+    let result = write_regular(spec, dir, &name, env, umask, backup.previous.as_ref())
         .and_then(|(temp, changed)| backup.install(temp).map(|()| changed));
     match result {
         Ok(changed) => {
@@ -521,7 +537,7 @@ pub(crate) fn symlink_in_place(path: &Path, target: &str) -> bool {
 }
 
 /// A symbolic link (mode `120xxx`, INIT-FILES-08): the content is the target.
-fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) -> Result<bool, String> {
+fn write_symlink(spec: &FileSpec, path: &Path, dirs: &mut SectionDirs) -> Result<bool, String> {
     let target = symlink_target(spec)?;
     if symlink_in_place(path, &target) {
         tracing::info!("Symbolic link {} already exists", spec.path);
@@ -535,13 +551,11 @@ fn write_symlink(spec: &FileSpec, path: &Path, touched: &mut BTreeSet<PathBuf>) 
             spec.path
         ));
     }
-    let (dir, name) = open_parent(path).map_err(|e| e.to_string())?;
-    temp_files::remove_stale(dir.as_fd());
-    touched.insert(dir.path.clone());
-    let backup = Backup::take(&dir, &name)?;
+    let (dir, name) = dirs.open(path)?;
+    let backup = Backup::take(dir, &name)?;
     tracing::debug!("{} is specified as a symbolic link to {target}", spec.path);
     let result = (|| {
-        let (temp, ()) = Temp::create(&dir, &name, |temp| dir.symlink(OsStr::new(&target), temp))
+        let (temp, ()) = Temp::create(dir, &name, |temp| dir.symlink(OsStr::new(&target), temp))
             .map_err(|e| format!("Could not create {}: {e}", spec.path))?;
         if spec.mode.is_some() {
             tracing::debug!("Setting mode for {} to {}", spec.path, shown_mode(spec));

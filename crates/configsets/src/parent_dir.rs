@@ -157,6 +157,35 @@ pub fn open_parent(file: &Path) -> Result<(ParentDir, OsString), ParentError> {
     Ok((ParentDir { fd: dir, path: parent.into(), root_only }, name))
 }
 
+/// The directory of the file written last, kept open for the next file of a `files`
+/// section: the section's files come sorted by path, so a directory's files follow one
+/// another and share one walk from `/` (an open and a close per component) instead of
+/// one each — on a section of 1,000 files in one directory, 12,000 system calls fewer.
+///
+/// Only a parent named without `..` is shared: the next file then names exactly the
+/// directory already open, and writing a file into it cannot have replaced any
+/// directory on the way to it. Keeping it open is what the walk already guarantees for
+/// one file: a directory of the path swapped for a link meanwhile does not redirect it.
+#[derive(Default)]
+pub struct LastParent {
+    dir: Option<ParentDir>,
+}
+
+impl LastParent {
+    /// The opened directory that holds `file`, with the file's name in it, and whether
+    /// it was opened now (rather than kept from the file before).
+    pub fn open(&mut self, file: &Path) -> Result<(&ParentDir, OsString, bool), ParentError> {
+        let plain = !file.components().any(|c| c == Component::ParentDir);
+        let kept = self.dir.take().filter(|dir| plain && Some(dir.path.as_path()) == file.parent());
+        let fresh = kept.is_none();
+        let (dir, name) = match (kept, file.file_name()) {
+            (Some(dir), Some(name)) => (dir, name.to_os_string()),
+            _ => open_parent(file)?,
+        };
+        Ok((self.dir.insert(dir), name, fresh))
+    }
+}
+
 /// The names a path walks through (`.` dropped, `..` kept: the kernel resolves it
 /// from the directory actually reached).
 fn components(path: &Path) -> VecDeque<OsString> {
@@ -381,5 +410,39 @@ mod tests {
         assert!(!open_parent(&shared.join("f")).unwrap().0.root_only);
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(open_parent(&shared.join("f")).unwrap().0.root_only, is_root());
+    }
+
+    #[test]
+    fn files_of_one_directory_share_one_open_directory() {
+        let temp = tempfile::tempdir().unwrap();
+        let (d, other) = (temp.path().join("d"), temp.path().join("other"));
+        let mut last = LastParent::default();
+        let (_, name, fresh) = last.open(&d.join("a")).unwrap();
+        assert_eq!((name.to_str(), fresh), (Some("a"), true));
+        let (_, name, fresh) = last.open(&d.join("b")).unwrap();
+        assert_eq!((name.to_str(), fresh), (Some("b"), false));
+        // Another directory is walked to, and so is one named with `..`.
+        assert!(last.open(&other.join("c")).unwrap().2);
+        assert!(!last.open(&other.join("d")).unwrap().2);
+        let dotted = temp.path().join("d/../other");
+        assert!(last.open(&dotted.join("e")).unwrap().2);
+        assert!(last.open(&dotted.join("f")).unwrap().2);
+    }
+
+    #[test]
+    fn a_kept_directory_is_not_redirected_by_a_link_put_in_its_place() {
+        let temp = tempfile::tempdir().unwrap();
+        let (d, moved, elsewhere) = (temp.path().join("d"), temp.path().join("moved"), temp.path().join("elsewhere"));
+        let mut last = LastParent::default();
+        last.open(&d.join("a")).unwrap();
+        std::fs::rename(&d, &moved).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        symlink(&elsewhere, &d).unwrap();
+        let (dir, name, fresh) = last.open(&d.join("b")).unwrap();
+        assert!(!fresh);
+        let file = dir.create_new(&name, 0o600).unwrap();
+        drop(file);
+        assert!(moved.join("b").exists());
+        assert!(!elsewhere.join("b").exists());
     }
 }
