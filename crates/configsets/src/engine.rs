@@ -6,7 +6,6 @@ use crate::changes::ChangeRecord;
 use crate::cmd_log::{banner, cmd_log};
 use crate::configsets::ConfigSets;
 use crate::document::{InitDocument, Section, Sections};
-use crate::durable::BackgroundSync;
 use crate::environment::Environment;
 use crate::model::ModelError;
 use crate::progress;
@@ -39,10 +38,7 @@ impl From<ModelError> for BuildError {
 pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
     tracing::info!("{}", banner("Starting build", '-'));
     tracing::debug!("Not setting a reboot trigger as scheduling support is not available");
-    let mut sync = BackgroundSync::new();
-    let result = run(init, requested, env, &mut sync);
-    // The outcome is reported once the files written are on disk.
-    sync.wait();
+    let result = run(init, requested, env);
     match &result {
         Ok(()) => {
             tracing::info!("ConfigSets completed");
@@ -60,12 +56,7 @@ pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<
     result
 }
 
-fn run(
-    init: &Map<String, Value>,
-    requested: &[String],
-    env: &Environment<'_>,
-    sync: &mut BackgroundSync,
-) -> Result<(), BuildError> {
+fn run(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
     // Parsed once; a section's errors wait for its turn.
     let document = InitDocument::from_init(init, None);
     let sets = checked_sets(&document)?;
@@ -88,7 +79,7 @@ fn run(
                 _ => &absent,
             };
             progress::config_started(set_name, config_name);
-            let outcome = run_config(config_name, sections, env, sync);
+            let outcome = run_config(config_name, sections, env);
             progress::config_ended(config_name, outcome.is_ok());
             outcome.map_err(|message| BuildError { message, config: Some(config_name.clone()) })?;
         }
@@ -118,7 +109,7 @@ pub(crate) fn configs_of<'a>(sets: &'a [(String, Vec<String>)], name: &str) -> R
 
 /// One config's sections in the reference's order; each section's errors surface when
 /// its turn comes, after the earlier sections have taken effect.
-fn run_config(name: &str, sections: &Sections, env: &Environment<'_>, sync: &mut BackgroundSync) -> Result<(), String> {
+fn run_config(name: &str, sections: &Sections, env: &Environment<'_>) -> Result<(), String> {
     let mut changes = ChangeRecord::default();
     if turn_of(name, "packages", &sections.packages) {
         changes.packages = packages::apply(sections.packages.checked_entries()?)?;
@@ -133,7 +124,7 @@ fn run_config(name: &str, sections: &Sections, env: &Environment<'_>, sync: &mut
         changes.sources = sources::apply(sections.sources.checked_entries()?, env)?;
     }
     if turn_of(name, "files", &sections.files) {
-        changes.files = files::apply(sections.files.checked_entries()?, env, sync)?;
+        changes.files = files::apply(sections.files.checked_entries()?, env)?;
     }
     if turn_of(name, "commands", &sections.commands) {
         changes.commands = commands::apply(name, sections.commands.checked_entries()?)?;

@@ -15,14 +15,13 @@
 //! of processes that no longer exist from each directory it writes in.
 //!
 //! Durability: one `syncfs` per file system at the end of the section makes the new
-//! files and the renames durable together; it runs in the background
-//! (`durable::BackgroundSync`) and the build waits for it before it ends. Measured here
+//! files and the renames durable together (`durable::sync_filesystems`). Measured here
 //! (`cargo xtask bench`, workload 2), an fdatasync per file costs 0.7–4 ms a file under
 //! load, against 0.3–0.4 ms a file for the whole section's single sync, so per-file
 //! syncs would dominate every run.
 
 use crate::document::Item;
-use crate::durable::BackgroundSync;
+use crate::durable;
 use crate::environment::Environment;
 use crate::model::{Content, FileSpec};
 #[cfg(test)]
@@ -40,12 +39,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Applies the section's files; returns the paths that changed (INIT-FILES-12). What
-/// was written, also before a failure, is handed to `sync` to be made durable.
-pub fn apply(
-    entries: &[Item<FileSpec>],
-    env: &Environment<'_>,
-    sync: &mut BackgroundSync,
-) -> Result<Vec<String>, String> {
+/// was written, also before a failure, is on disk when it returns.
+pub fn apply(entries: &[Item<FileSpec>], env: &Environment<'_>) -> Result<Vec<String>, String> {
     let umask = process_umask();
     let mut changed = Vec::new();
     let mut dirs = SectionDirs::default();
@@ -64,7 +59,7 @@ pub fn apply(
             }
         }
     }
-    sync.start(dirs.touched);
+    durable::sync_filesystems(&dirs.touched);
     result.map(|()| changed)
 }
 
