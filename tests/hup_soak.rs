@@ -73,10 +73,11 @@ impl Fault {
     }
 
     /// A rule for the stack's DescribeStackResource calls, active from `after` seconds
-    /// from now for `lasting` seconds, answering a matching call with `probability`.
-    fn rule(self, after: f64, lasting: f64, probability: f64) -> Value {
+    /// from now for `lasting` seconds, answering a matching call with `probability`, for
+    /// the first `count` such calls (-1: all).
+    fn rule(self, after: f64, lasting: f64, probability: f64, count: i64) -> Value {
         let mut rule = json!({
-            "action": "DescribeStackResource", "stack": STACK, "count": -1,
+            "action": "DescribeStackResource", "stack": STACK, "count": count,
             "after": after, "for": lasting, "probability": probability,
         });
         let answer = match self {
@@ -100,34 +101,38 @@ impl Fault {
 struct Period {
     name: &'static str,
     length: f64,
-    /// (fault, from when (s into the period), for how long (s), probability): see [`Fault::rule`].
-    faults: Vec<(Fault, f64, f64, f64)>,
+    /// (fault, from when (s into the period), for how long (s), probability, count): see
+    /// [`Fault::rule`].
+    faults: Vec<(Fault, f64, f64, f64, i64)>,
 }
 
 /// One round: calm, then each kind of fault, then faults flapping on and off. Rounds
 /// differ in their lengths (1×, 1.5×, 2×) and in the order the flapping faults come in.
 fn round(number: usize) -> Vec<Period> {
     let scale = 1.0 + 0.5 * (number % 3) as f64;
-    let period = |name, length: f64, faults: &dyn Fn(f64) -> Vec<(Fault, f64, f64, f64)>| Period {
+    let period = |name, length: f64, faults: &dyn Fn(f64) -> Vec<(Fault, f64, f64, f64, i64)>| Period {
         name,
         length: length * scale,
         faults: faults(length * scale),
     };
     vec![
         period("calm", 0.0, &|_| vec![]),
-        period("server errors", 6.0, &|length| vec![(Fault::ServerError, 0.0, length, 1.0)]),
-        // Every call fails: about half of them throttled, the others 503.
+        period("server errors", 6.0, &|length| vec![(Fault::ServerError, 0.0, length, 1.0, -1)]),
+        // Every call fails: the first with 503, the others throttled. A call is sure to
+        // come in the period (the longest gap between two calls after a 500 is the 3 s
+        // ceiling of the second retry); a 503 at random could miss it, as a share of the
+        // calls once did.
         period("throttling", 4.0, &|length| {
-            vec![(Fault::Throttling, 0.0, length, 0.5), (Fault::Unavailable, 0.0, length, 1.0)]
+            vec![(Fault::Unavailable, 0.0, length, 1.0, 1), (Fault::Throttling, 0.0, length, 1.0, -1)]
         }),
-        period("timeouts", 5.0, &|length| vec![(Fault::Timeout, 0.0, length, 1.0)]),
+        period("timeouts", 5.0, &|length| vec![(Fault::Timeout, 0.0, length, 1.0, -1)]),
         // On for a second (most calls failing), off for a second, each time another kind.
         period("flapping", 6.0, &|length| {
             (0..)
                 .map(|k| 2.0 * k as f64)
                 .take_while(|at| at + 1.0 <= length)
                 .enumerate()
-                .map(|(k, at)| (Fault::ALL[(number + k) % Fault::ALL.len()], at, 1.0, 0.8))
+                .map(|(k, at)| (Fault::ALL[(number + k) % Fault::ALL.len()], at, 1.0, 0.8, -1))
                 .collect()
         }),
     ]
@@ -302,7 +307,7 @@ fn soak_for(soak: Duration) -> Value {
     let (mut version, mut rounds) = (0, 0);
     while rounds == 0 || started.elapsed() < soak {
         for period in round(rounds) {
-            let rules: Vec<Value> = period.faults.iter().map(|(f, at, len, p)| f.rule(*at, *len, *p)).collect();
+            let rules: Vec<Value> = period.faults.iter().map(|(f, at, len, p, n)| f.rule(*at, *len, *p, *n)).collect();
             if !rules.is_empty() {
                 let all = emulator.post_json("/_emu/faults", &json!(rules));
                 // The rules just added are the last ones in the answer.
