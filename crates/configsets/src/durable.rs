@@ -10,25 +10,19 @@
 //! (median) to 0.17 ms (mean) less CPU a run without the thread. The floor the
 //! benchmark compares with syncs the same way.
 
-use std::collections::BTreeSet;
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-/// One `syncfs` per file system among `dirs`: the files' data and the renames.
-pub fn sync_filesystems(dirs: &BTreeSet<PathBuf>) {
-    let mut seen = Vec::new();
-    for dir in dirs {
-        let Ok(handle) = File::open(dir) else { continue };
-        let Ok(meta) = handle.metadata() else { continue };
-        if seen.contains(&meta.dev()) {
-            continue;
-        }
-        seen.push(meta.dev());
-        // SAFETY: a valid open descriptor.
-        if unsafe { libc::syncfs(handle.as_raw_fd()) } != 0 {
-            tracing::warn!("Could not sync the file system of {}: {}", dir.display(), std::io::Error::last_os_error());
+/// One directory per file system a section wrote in, opened when the section first
+/// wrote there: the sync reaches the file system actually written, whatever the path
+/// names by the time the section ends.
+pub type Written = Vec<(u64, PathBuf, OwnedFd)>;
+
+/// One `syncfs` per file system: the files' data and the renames.
+pub fn sync_filesystems(written: &Written) {
+    for (_, dir, handle) in written {
+        if let Err(e) = rustix::fs::syncfs(handle) {
+            tracing::warn!("Could not sync the file system of {}: {}", dir.display(), std::io::Error::from(e));
         }
     }
 }

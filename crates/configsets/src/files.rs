@@ -30,7 +30,6 @@ use crate::parent_dir::{Entry, LastParent, ParentDir};
 use base64::Engine;
 use cfn_host::{temp_files, users};
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{Read, Seek, Write};
@@ -59,16 +58,16 @@ pub fn apply(entries: &[Item<FileSpec>], env: &Environment<'_>) -> Result<Vec<St
             }
         }
     }
-    durable::sync_filesystems(&dirs.touched);
+    durable::sync_filesystems(&dirs.written);
     result.map(|()| changed)
 }
 
-/// The directories a section writes in: the one open now, and all it wrote in (to be
-/// made durable at the end).
+/// The directories a section writes in: the one open now, and one for each file system
+/// it wrote in (to be made durable at the end).
 #[derive(Default)]
 struct SectionDirs {
     last: LastParent,
-    touched: BTreeSet<PathBuf>,
+    written: durable::Written,
 }
 
 impl SectionDirs {
@@ -78,7 +77,13 @@ impl SectionDirs {
         let (dir, name, fresh) = self.last.open(path).map_err(|e| e.to_string())?;
         if fresh {
             temp_files::remove_stale(dir.as_fd());
-            self.touched.insert(dir.path.clone());
+            if !self.written.iter().any(|(dev, ..)| *dev == dir.dev) {
+                // Without a readable handle the file system goes unsynced, as it did
+                // when the directory could not be opened by its path.
+                if let Ok(handle) = dir.open_self() {
+                    self.written.push((dir.dev, dir.path.clone(), handle));
+                }
+            }
         }
         Ok((dir, name))
     }
@@ -660,5 +665,21 @@ mod tests {
         fs::write(dir.path().join("b"), "b").unwrap();
         fs::rename(dir.path().join("b"), &a).unwrap();
         assert!(open_same_file(&parent, OsStr::new("a"), &a_entry).is_none());
+    }
+
+    #[test]
+    fn a_section_keeps_one_directory_per_file_system_to_sync() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir_in("/dev/shm").unwrap());
+        let mut dirs = SectionDirs::default();
+        dirs.open(&a.path().join("one/f")).unwrap();
+        dirs.open(&a.path().join("two/f")).unwrap();
+        assert_eq!(dirs.written.len(), 1, "one file system so far");
+        dirs.open(&b.path().join("f")).unwrap();
+        let devs: Vec<u64> = dirs.written.iter().map(|(dev, ..)| *dev).collect();
+        let dev_of = |p: &Path| fs::metadata(p).unwrap().dev();
+        let mut expected = vec![dev_of(a.path()), dev_of(b.path())];
+        expected.dedup();
+        assert_eq!(devs, expected);
+        durable::sync_filesystems(&dirs.written);
     }
 }

@@ -51,6 +51,8 @@ pub struct ParentDir {
     pub path: PathBuf,
     /// Only root can write here: root owns it and neither group nor others may write.
     pub root_only: bool,
+    /// The file system it is on.
+    pub dev: u64,
 }
 
 /// What stands at a name in the directory (not followed if it is a link).
@@ -154,7 +156,7 @@ pub fn open_parent(file: &Path) -> Result<(ParentDir, OsString), ParentError> {
     }
     let stat = rustix::fs::fstat(&dir).map_err(create_error)?;
     let root_only = stat.st_uid == 0 && stat.st_mode & 0o022 == 0;
-    Ok((ParentDir { fd: dir, path: parent.into(), root_only }, name))
+    Ok((ParentDir { fd: dir, path: parent.into(), root_only, dev: stat.st_dev }, name))
 }
 
 /// The directory of the file written last, kept open for the next file of a `files`
@@ -199,6 +201,13 @@ fn components(path: &Path) -> VecDeque<OsString> {
 }
 
 impl ParentDir {
+    /// The directory itself opened for reading (the walk's descriptor is `O_PATH`, which
+    /// `syncfs` does not take).
+    pub fn open_self(&self) -> std::io::Result<OwnedFd> {
+        rustix::fs::openat(&self.fd, ".", OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC), Mode::empty())
+            .map_err(io)
+    }
+
     /// The full path of `name`, for messages.
     pub fn show(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)
