@@ -16,7 +16,8 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 
 /// How long after the record was last written a config's start writes it again. Each
-/// write is a file created and renamed: a run of quick configs writes its record twice, when it starts and when it ends, while a long one also records
+/// write is a file created and renamed: a run of quick configs writes its record twice,
+/// when it starts and when it ends, while a long one also records
 /// where it is, which says where a run killed by a reboot or SIGKILL stopped.
 const SAVE_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
