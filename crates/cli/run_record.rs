@@ -145,13 +145,13 @@ pub fn write(dir: &Path, record: &RunRecord) -> std::io::Result<()> {
 
 /// The names of the records in `dir`, newest first; none when there is no `dir`.
 fn names(dir: &Path) -> std::io::Result<Vec<String>> {
-    let entries = match std::fs::read_dir(dir) {
+    let entries = match cfn_host::dir_names::of_path(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut names: Vec<String> =
-        entries.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| is_record_name(n)).collect();
+        entries.into_iter().filter_map(|n| n.into_string().ok()).filter(|n| is_record_name(n)).collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
     Ok(names)
 }

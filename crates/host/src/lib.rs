@@ -4,6 +4,7 @@
 //! looking up users and groups and the host's name; replacing files through temporary
 //! names and state files durably.
 
+pub mod dir_names;
 pub mod durable;
 pub mod hostname;
 pub mod output;

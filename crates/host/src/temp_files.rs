@@ -13,10 +13,11 @@
 //! go (no `/proc/<pid>`, or a zombie): a cfn-init or cfn-hup running beside this one
 //! keeps its files, and this process's own names are never taken for leftovers.
 
+use rustix::fs::AtFlags;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,31 +104,19 @@ fn gone(pid: i32) -> bool {
 /// `dir`, the first time this process asks for that directory; returns how many went.
 /// Errors are ignored: a leftover only takes room.
 pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
-    // SAFETY: an all-zero stat is a valid value for fstat to fill in.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid descriptor and a stat to fill.
-    if unsafe { libc::fstat(dir.as_raw_fd(), &mut st) } != 0 {
-        return 0;
-    }
+    let Ok(st) = rustix::fs::fstat(dir) else { return 0 };
     {
         let mut cleaned = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
         if !cleaned.get_or_insert_with(HashSet::new).insert((st.st_dev, st.st_ino)) {
             return 0;
         }
     }
-    // The descriptor's /proc entry names exactly its directory (it may be `O_PATH`).
-    let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
-        return 0;
-    };
+    let Ok(names) = crate::dir_names::of_fd(dir) else { return 0 };
     let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !maker(name.as_bytes()).is_some_and(gone) {
-            continue;
-        }
-        let Ok(c_name) = std::ffi::CString::new(name.as_bytes()) else { continue };
-        // SAFETY: a valid descriptor and a NUL-terminated name; links are not followed.
-        if unsafe { libc::unlinkat(dir.as_raw_fd(), c_name.as_ptr(), 0) } == 0 {
+    for name in names {
+        if maker(name.as_bytes()).is_some_and(gone)
+            && rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()).is_ok()
+        {
             removed += 1;
         }
     }
