@@ -24,8 +24,6 @@ use crate::document::Item;
 use crate::durable;
 use crate::environment::Environment;
 use crate::model::{Content, FileSpec};
-#[cfg(test)]
-use crate::parent_dir::open_parent;
 use crate::parent_dir::{Entry, LastParent, ParentDir};
 use base64::Engine;
 use cfn_host::{temp_files, users};
@@ -80,7 +78,7 @@ impl SectionDirs {
             if !self.written.iter().any(|(dev, ..)| *dev == dir.dev) {
                 // Without a readable handle the file system goes unsynced, as it did
                 // when the directory could not be opened by its path.
-                if let Ok(handle) = dir.open_self() {
+                if let Ok(handle) = cfn_host::dir_names::reopen(dir.as_fd()) {
                     self.written.push((dir.dev, dir.path.clone(), handle));
                 }
             }
@@ -585,6 +583,7 @@ fn write_symlink(spec: &FileSpec, path: &Path, dirs: &mut SectionDirs) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parent_dir::open_parent;
 
     fn old_file(content: &[u8]) -> (tempfile::TempDir, fs::File) {
         let temp = tempfile::tempdir().unwrap();

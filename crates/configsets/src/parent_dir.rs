@@ -201,13 +201,6 @@ fn components(path: &Path) -> VecDeque<OsString> {
 }
 
 impl ParentDir {
-    /// The directory itself opened for reading (the walk's descriptor is `O_PATH`, which
-    /// `syncfs` does not take).
-    pub fn open_self(&self) -> std::io::Result<OwnedFd> {
-        rustix::fs::openat(&self.fd, ".", OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC), Mode::empty())
-            .map_err(io)
-    }
-
     /// The full path of `name`, for messages.
     pub fn show(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)

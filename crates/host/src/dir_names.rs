@@ -8,17 +8,22 @@
 use rustix::fs::{Dir, Mode, OFlags};
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
 const FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
 
-/// The names in the directory `dir` refers to, `.` and `..` left out. `dir` may be an
-/// `O_PATH` descriptor; the listing reads through a descriptor of its own, so `dir`'s
-/// position does not move.
+/// The directory `dir` refers to, opened again for reading: an `O_PATH` descriptor can be
+/// neither listed nor synced, and a descriptor of its own leaves `dir`'s position alone.
+pub fn reopen(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(dir, c".", FLAGS, Mode::empty())?)
+}
+
+/// The names in the directory `dir` refers to (which may be an `O_PATH` descriptor),
+/// `.` and `..` left out.
 pub fn of_fd(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
-    names(rustix::fs::openat(dir, c".", FLAGS, Mode::empty())?)
+    names(reopen(dir)?)
 }
 
 /// The names in the directory at `path`, `.` and `..` left out.
@@ -26,7 +31,7 @@ pub fn of_path(path: &Path) -> io::Result<Vec<OsString>> {
     names(rustix::fs::open(path, FLAGS, Mode::empty())?)
 }
 
-fn names(fd: std::os::fd::OwnedFd) -> io::Result<Vec<OsString>> {
+fn names(fd: OwnedFd) -> io::Result<Vec<OsString>> {
     let mut names = Vec::new();
     for entry in Dir::new(fd)? {
         let entry = entry?;
