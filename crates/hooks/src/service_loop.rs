@@ -419,11 +419,11 @@ fn load_again(
 impl Running {
     async fn serve(mut self, mut signals: Signals) {
         tracing::info!(
-            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {:?}",
+            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {} seconds",
             std::process::id(),
             self.config.hooks.len(),
             self.config.main.stack,
-            self.every
+            self.every.as_secs_f64()
         );
         // Configuration loaded, first pass due now: `systemctl start` may return.
         readiness::notify(readiness::READY);
