@@ -260,6 +260,31 @@ mod tests {
         assert!(Ini::new().read_str("[]\n", "f").is_err());
     }
 
+    /// What the values written in one file expand to in all is bounded too, wherever
+    /// their references lead; the error names the option, its section and its file.
+    #[test]
+    fn the_values_of_a_file_expand_to_at_most_the_file_limit() {
+        let mut i = Ini::new();
+        i.read_str(&format!("[DEFAULT]\nbig={}\n", "b".repeat(VALUE_LIMIT / 2)), "defaults.conf").unwrap();
+        let sections = FILE_LIMIT / VALUE_LIMIT + 1;
+        let text: String = (0..sections).map(|n| format!("[s{n}]\naction=%(big)s%(big)s\n")).collect();
+        i.read_str(&text, "hooks.conf").unwrap();
+        for n in 0..sections - 1 {
+            assert_eq!(get(&i, &format!("s{n}"), "action").map(|v| v.len()), Some(VALUE_LIMIT));
+        }
+        let last = format!("s{}", sections - 1);
+        assert_eq!(
+            i.get(&last, "action"),
+            Err(IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() })
+        );
+        assert_eq!(
+            IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() }.to_string(),
+            format!("Bad value substitution: section [{last}], option action in hooks.conf: the values of hooks.conf expand to more than 1048576 bytes in all")
+        );
+        // The bound is the file's where the option read was written.
+        assert_eq!(get(&i, &last, "big").map(|v| v.len()), Some(VALUE_LIMIT / 2));
+    }
+
     /// A file that does not parse adds nothing to what earlier files gave (the caller
     /// reports the error and drops the whole set). HUP-CONF-03.
     #[test]
