@@ -787,7 +787,8 @@ fn invalid_hooks_are_skipped_and_no_valid_hooks_is_an_error() {
 #[test]
 fn backups_and_temporary_files_in_hooks_d_are_not_read() {
     let hup = Hup::new(&json!({"k": "v"}));
-    let hook = |action: &str| format!("[app]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={action}\n");
+    let hook =
+        |action: &str| format!("[app]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={action}\n");
     std::fs::write(hup.dir.join("hooks.d/app.conf"), hook(&hup.recorder("new"))).unwrap();
     let left = [
         "app.conf.bak",

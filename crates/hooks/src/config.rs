@@ -370,7 +370,9 @@ mod tests {
         assert_eq!(c.hooks[1].triggers, ["post.add", "post.remove"]);
         assert!(c.hooks[1].has_trigger("post.remove") && !c.hooks[1].has_trigger("post.update"));
         // Backups and temporary files beside a hook file are not read (SEC-HOOKSD).
-        for left in ["b.conf.bak", "b.conf~", ".b.conf.swp", ".b.conf.1234.0.cfn-tmp", "b.conf.rpmsave", "b.conf.dpkg-old"] {
+        for left in
+            ["b.conf.bak", "b.conf~", ".b.conf.swp", ".b.conf.1234.0.cfn-tmp", "b.conf.rpmsave", "b.conf.dpkg-old"]
+        {
             std::fs::write(d.path().join("hooks.d").join(left), "[h]\naction=old\nrunas=root\n").unwrap();
         }
         let c = load(d.path()).unwrap();

@@ -41,9 +41,13 @@ pub enum IniError {
     Parse { file: String, line: usize, text: String },
     #[error("Bad value substitution: section [{section}], option {key}: {reason}")]
     Interpolation { section: String, key: String, reason: String },
-    #[error("Bad value substitution: section [{section}], option {key} in {file}: the value expands to more than {VALUE_LIMIT} bytes")]
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the value expands to more than {VALUE_LIMIT} bytes"
+    )]
     ValueTooLarge { section: String, key: String, file: String },
-    #[error("Bad value substitution: section [{section}], option {key} in {file}: the values of {file} expand to more than {FILE_LIMIT} bytes in all")]
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the values of {file} expand to more than {FILE_LIMIT} bytes in all"
+    )]
     FileTooLarge { section: String, key: String, file: String },
 }
 
@@ -278,8 +282,11 @@ mod tests {
             Err(IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() })
         );
         assert_eq!(
-            IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() }.to_string(),
-            format!("Bad value substitution: section [{last}], option action in hooks.conf: the values of hooks.conf expand to more than 1048576 bytes in all")
+            IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() }
+                .to_string(),
+            format!(
+                "Bad value substitution: section [{last}], option action in hooks.conf: the values of hooks.conf expand to more than 1048576 bytes in all"
+            )
         );
         // The bound is the file's where the option read was written.
         assert_eq!(get(&i, &last, "big").map(|v| v.len()), Some(VALUE_LIMIT / 2));
@@ -340,10 +347,7 @@ mod tests {
     #[test]
     fn a_line_without_separator_is_an_error_even_before_a_key() {
         let e = Ini::new().read_str("[a]\nx=1\n# c\njust words\ny=2\n", "/etc/cfn/hooks.d/x.conf").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "File contains parsing errors: /etc/cfn/hooks.d/x.conf\n\t[line 4]: 'just words\\n'"
-        );
+        assert_eq!(e.to_string(), "File contains parsing errors: /etc/cfn/hooks.d/x.conf\n\t[line 4]: 'just words\\n'");
         let e = Ini::new().read_str("\n; c\nstack=x\n[main]\n", "f").unwrap_err();
         assert_eq!(e, IniError::MissingSectionHeader { file: "f".into(), line: 3, text: "stack=x\n".into() });
         let e = Ini::new().read_str("[a]\r\nx\r\n", "f").unwrap_err();

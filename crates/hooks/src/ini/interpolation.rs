@@ -127,7 +127,8 @@ mod tests {
     /// Reusing an expansion does not change where the depth limit is met.
     #[test]
     fn the_depth_limit_is_configparsers() {
-        let mut entries: Vec<(String, String)> = (0..MAX_DEPTH).map(|i| (format!("k{i}"), format!("%(k{})s", i + 1))).collect();
+        let mut entries: Vec<(String, String)> =
+            (0..MAX_DEPTH).map(|i| (format!("k{i}"), format!("%(k{})s", i + 1))).collect();
         entries.push((format!("k{MAX_DEPTH}"), "end".into()));
         let refs: Vec<(&str, String)> = entries.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         assert_eq!(expand_in(&refs, "k0").unwrap(), "end");

@@ -54,13 +54,15 @@ fn command_object() -> impl Strategy<Value = Map<String, Value>> {
 fn read(body: &str) -> Result<Option<Command>, TestCaseError> {
     match Command::from_body(body) {
         Ok(command) => {
-            let _ = (command.id(), command.expiration_text(), command.is_expired(i64::MAX), command.is_expired(i64::MIN));
+            let _ =
+                (command.id(), command.expiration_text(), command.is_expired(i64::MAX), command.is_expired(i64::MIN));
             for body in [
                 result_body(&command, "l", 0, "out", ""),
                 result_body(&command, "l", 1, "", "err"),
                 failure_body(&command, "l", "could not start"),
             ] {
-                let parsed: Value = serde_json::from_str(&body).map_err(|e| TestCaseError::fail(format!("{e}: {body}")))?;
+                let parsed: Value =
+                    serde_json::from_str(&body).map_err(|e| TestCaseError::fail(format!("{e}: {body}")))?;
                 prop_assert_eq!(&parsed["InvocationId"], &json!(command.invocation_id));
             }
             Ok(Some(command))
