@@ -1,16 +1,16 @@
 //! `%%` and `%(name)s` in values (HUP-CONF-02), with the expansion bounded.
 //!
 //! Like ConfigParser, a reference is followed at most [`MAX_DEPTH`] levels deep. Unlike
-//! it, the size is bounded too: depth alone lets 2 KB of `%(x)s%(x)s…` references double
-//! at every level (2¹⁰ times the text) and took cfn-hup past 1 GB. So
+//! it, the size is bounded too: depth alone lets 2 KB of `%(x)s%(x)s…` references multiply
+//! the text at every level, ten times over, and took cfn-hup past 1 GB. So
 //!
 //! * a value, and every value it refers to, expands to at most [`VALUE_LIMIT`] bytes: the
 //!   expansion stops as soon as its text passes the limit, before anything larger is made;
 //! * the expansion of a name at a given depth is made once per [`expand`] and reused, so a
 //!   reference repeated many times costs its copy, not its expansion again. Every text
 //!   made is part of the text one level up (values are only concatenated), so the texts
-//!   of one level add up to at most the final value: one call makes at most
-//!   `(MAX_DEPTH + 1) × VALUE_LIMIT` bytes, whatever the file;
+//!   of one level add up to at most the text above them: one call holds less than
+//!   `2 × (MAX_DEPTH + 1) × VALUE_LIMIT` bytes (1.4 MiB), whatever the file;
 //! * all values read from one file expand to at most [`FILE_LIMIT`] bytes (counted by the
 //!   caller, `super::Ini::get`).
 
