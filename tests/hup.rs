@@ -763,20 +763,113 @@ fn invalid_hooks_are_skipped_and_no_valid_hooks_is_an_error() {
         "[nopath]\ntriggers=post.add\naction=true\n[noaction]\ntriggers=post.add\npath=Resources.Instance.Metadata\n",
     );
     std::fs::write(
-        hup.dir.join("hooks.d/late.conf~"),
+        hup.dir.join("hooks.d/late"),
         format!("[good]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n", hup.recorder("good")),
     )
     .unwrap();
     hup.once();
-    assert_eq!(hup.marks(), ["good CFN_NEW_METADATA=v"], "a file in hooks.d with any name is read");
+    assert_eq!(hup.marks(), ["good CFN_NEW_METADATA=v"], "a file in hooks.d with any name but a backup's is read");
     let log = log_lines_without_time(&hup.log());
     assert!(log.contains(&"[ERROR] No path specified for hook nopath".to_string()), "{}", hup.log());
     assert!(log.contains(&"[ERROR] No action specified for hook noaction".to_string()), "{}", hup.log());
 
-    std::fs::remove_file(hup.dir.join("hooks.d/late.conf~")).unwrap();
+    std::fs::remove_file(hup.dir.join("hooks.d/late")).unwrap();
     let run = hup.cmd().arg("--no-daemon").run();
     run.code(1).stdout_is("").stderr_is("Error: No valid hooks found\n");
     assert!(hup.log().ends_with("[ERROR] Error: No valid hooks found\n"), "{}", hup.log());
+}
+
+/// cfn-init keeps `app.conf.bak` beside an updated `hooks.d/app.conf`, editors and
+/// package managers leave their copies, and a killed writer its temporary file: read in
+/// name order after `app.conf`, their old `action` and `runas` would win. Only the file
+/// an operator means is read; each skipped file is logged once (SEC-HOOKSD, a deliberate
+/// difference from the reference, which reads them all).
+#[test]
+fn backups_and_temporary_files_in_hooks_d_are_not_read() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let hook =
+        |action: &str| format!("[app]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={action}\n");
+    std::fs::write(hup.dir.join("hooks.d/app.conf"), hook(&hup.recorder("new"))).unwrap();
+    let left = [
+        "app.conf.bak",
+        "app.conf.bak2",
+        "app.conf~",
+        ".app.conf.swp",
+        "app.conf.dpkg-old",
+        "app.conf.dpkg-new",
+        "app.conf.dpkg-dist",
+        "app.conf.rpmnew",
+        "app.conf.rpmsave",
+        ".app.conf.4242.0.cfn-tmp",
+    ];
+    for name in left {
+        let old = format!("{}\nrunas=no-such-user-cfn\n", hook(&hup.recorder(name)));
+        std::fs::write(hup.dir.join("hooks.d").join(name), old).unwrap();
+    }
+    hup.once();
+    assert_eq!(hup.marks(), ["new CFN_NEW_METADATA=v"], "{}", hup.log());
+    let log = log_lines_without_time(&hup.log());
+    for name in left {
+        let skipped = format!(
+            "[INFO] Skipping {}: a hidden, backup or temporary file is not a hook file",
+            hup.dir.join("hooks.d").join(name).display()
+        );
+        assert_eq!(log.iter().filter(|l| **l == skipped).count(), 1, "{skipped}\n{}", hup.log());
+    }
+}
+
+/// 2 KB of `%(name)s` references, each level repeating the one below 25 times, as many
+/// levels deep as ConfigParser follows, would expand to some 10¹³ bytes: the value stops at its bound with a
+/// configuration error naming the option and the file, logged and on stderr, exit 1
+/// (HUP-CONF-02, HUP-CONF-03). The run is held to 1 GiB of address space, so that a
+/// cfn-hup without the bound fails here instead of taking the machine's memory.
+#[test]
+fn an_interpolation_bomb_is_a_configuration_error_naming_the_option_and_the_file() {
+    use std::os::unix::process::CommandExt;
+    let hup = Hup::new(&json!({"k": "v"}));
+    let mut text = String::from("[DEFAULT]\nx0 = aaaaaaaa\n");
+    for level in 1..=9 {
+        text.push_str(&format!("x{level} = {}\n", format!("%(x{})s", level - 1).repeat(25)));
+    }
+    text.push_str("[bomb]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=echo %(x9)s\n");
+    assert!(text.len() < 2048, "{}", text.len());
+    hup.hooks(&text);
+    let mut command = hup.cmd().arg("--no-daemon");
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        command.cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let run = command.run();
+    let error = format!(
+        "Error: Bad value substitution: section [bomb], option action in {}: the value expands to more than 65536 bytes",
+        hup.dir.join("hooks.conf").display()
+    );
+    run.code(1).stdout_is("").stderr_is(&format!("{error}\n"));
+    assert!(hup.log().ends_with(&format!("[ERROR] {error}\n")), "{}", hup.log());
+    assert!(hup.marks().is_empty());
+}
+
+/// As the reference: `data/` (0700) and an empty `metadata_db.json` (0600) are made
+/// before an unsupported hook path stops cfn-hup, which still exits 1 with the
+/// reference's message (STATE-04, HUP-PATH-01).
+#[test]
+fn the_state_file_is_made_before_an_unsupported_path_stops_cfn_hup() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    hup.hooks("[h1]\ntriggers=post.add\npath=Outputs.X\naction=true\n");
+    let run = hup.cmd().arg("--no-daemon").run();
+    let error = "Error: Unsupported path: only changes to Resources are supported (path: Outputs.X)";
+    run.code(1).stdout_is("").stderr_is(&format!("{error}\n"));
+    assert!(hup.log().ends_with(&format!("[ERROR] {error}\n")), "{}", hup.log());
+    let mode = |path: &Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions());
+    assert_eq!(std::fs::read(hup.db_path()).unwrap(), b"", "{}", hup.log());
+    assert_eq!(mode(&hup.db_path()) & 0o7777, 0o600);
+    assert_eq!(mode(hup.db_path().parent().unwrap()) & 0o7777, 0o700);
 }
 
 /// Every configuration error: the reference's message in cfn-hup.log, and now also on

@@ -704,3 +704,69 @@ fn a_listener_replaced_on_sighup_starts_after_the_old_round_and_keeps_its_record
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     drop(guard);
 }
+
+/// A command whose action cannot start — its `runas` user does not exist, or its `Data`
+/// holds a NUL, which no environment variable can carry — would not start the next time
+/// either: it is recorded as failed (a FAILURE result saying why, when the hook sends
+/// results), recorded as run and deleted, instead of coming back every round until it
+/// expires (HUP-CMD-03).
+#[test]
+fn a_command_whose_action_cannot_start_is_a_failure_and_is_deleted() {
+    let setup = Commands::new(
+        &[
+            hook("nouser", "deploy", "echo should-not-run", "runas=no-such-user-cfn\n"),
+            hook("quiet", "refresh", "echo should-not-run", "send_result=false\n"),
+        ]
+        .concat(),
+    );
+    setup.send(&setup.command("deploy", "inv-nouser", json!({})));
+    setup.once();
+    setup.send(&setup.command("refresh", "inv-nul", json!({"Data": "a\u{0}b"})));
+    setup.once();
+    let results = setup.results();
+    assert_eq!(
+        results,
+        [json!({"DispatcherId": "disp-1", "InvocationId": "inv-nouser", "CommandName": "deploy",
+                "Status": "FAILURE", "ListenerId": setup.listener_id,
+                "Message": "Action for nouser cannot run: user no-such-user-cfn does not exist"})],
+        "{}",
+        setup.log()
+    );
+    assert_eq!(setup.queue_counts(), (0, 0), "both messages are deleted\n{}", setup.log());
+    assert_eq!(
+        setup.commands_run()["by_id"],
+        json!({"disp-1|deploy|inv-nouser": true, "disp-1|refresh|inv-nul": true})
+    );
+    let log = setup.log();
+    assert!(log.contains("[ERROR] Action for quiet could not be started: "), "{log}");
+    assert!(!log.contains("should-not-run"), "{log}");
+}
+
+/// The lines about a command's result show URLs redacted like every other line
+/// (SEC-02, LOG-08): the action's output at DEBUG, the environment, the result sent, and
+/// the ERROR line when the result queue does not take it — also a result queue whose
+/// password holds a space, where the log's redaction of free text ends the URL early.
+#[test]
+fn result_queue_urls_and_action_output_are_logged_redacted() {
+    const PASSWORD: &str = "s3cretpw";
+    const SIGNATURE: &str = "SIGsecret123";
+    let secret_url = |host: &str| format!("http://alice:{PASSWORD}@{host}/q?X-Amz-Signature={SIGNATURE}");
+    let printed = secret_url("example.invalid");
+    let setup = Commands::new(&hook("h", "deploy", &format!("echo 'fetched {printed}'; echo 'err {printed}' >&2"), ""));
+    // A password with a space: where free text is redacted, a URL ends at white space.
+    let result_queue = format!("http://alice:{PASSWORD} x@127.0.0.1:1/q?X-Amz-Signature={SIGNATURE}");
+    setup.send(&setup.command("deploy", "inv-secret", json!({"ResultQueue": result_queue})));
+    setup.cmd().arg("--no-daemon").env(WAIT_VAR, "1").run().code(0);
+    let log = setup.log();
+    let shown = |host: &str| format!("http://REDACTED@{host}/q?X-Amz-Signature=REDACTED");
+    assert!(log.contains(&format!("[DEBUG] Action for h output: fetched {}\n", shown("example.invalid"))), "{log}");
+    assert!(log.contains(&format!("[DEBUG] Action for h stderr: err {}\n", shown("example.invalid"))), "{log}");
+    assert!(
+        log.contains(&format!(
+            "[ERROR] Could not send the result of disp-1|deploy|inv-secret to {}: ",
+            shown("127.0.0.1:1")
+        )),
+        "{log}"
+    );
+    assert!(!log.contains(PASSWORD) && !log.contains(SIGNATURE), "{log}");
+}

@@ -88,7 +88,12 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
     logging::init("cfn-hup.log", tracing::Level::DEBUG);
     let config = match config::load(&dir) {
         Ok(config) => config,
-        Err(e) => return report::failure(format!("Error: {e}")),
+        Err(e) => {
+            if matches!(e, config::ConfigError::Path(_)) {
+                service_loop::create_state_file();
+            }
+            return report::failure(format!("Error: {e}"));
+        }
     };
     let level = report::level(verbose || config.main.verbose);
     let configured = move || logging::set_level(level);

@@ -51,6 +51,8 @@ const TARGETS: &[Target] = &[
     Target { name: "credential-file", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "credential_file::" },
     Target { name: "archives", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "archives::" },
     Target { name: "validation", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "validation::" },
+    Target { name: "interpolation", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "interpolation::" },
+    Target { name: "command-messages", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "command_message::" },
 ];
 
 /// Cases per property in a target's first run.

@@ -102,6 +102,15 @@ pub fn result_body(command: &Command, listener_id: &str, exit_code: i32, stdout:
             ("SUCCESS", "Data", data.to_string())
         }
     };
+    document(command, listener_id, status, field, text)
+}
+
+/// The result of an action that could not be started: a failure whose message says why.
+pub fn failure_body(command: &Command, listener_id: &str, reason: &str) -> String {
+    document(command, listener_id, "FAILURE", "Message", shorten(reason))
+}
+
+fn document(command: &Command, listener_id: &str, status: &str, field: &str, text: String) -> String {
     // The keys in the order the reference's json.dumps wrote them (tests/golden/cmd-hooks).
     let mut document = Map::new();
     document.insert("Status".into(), status.into());
@@ -195,6 +204,15 @@ mod tests {
         assert!(r.get("Data").is_none());
         let r = parse(result_body(&c, "l", 1, "", &long));
         assert_eq!(r["Message"], json!(format!("{}...{}", "a".repeat(500), "b".repeat(500))));
+    }
+
+    #[test]
+    fn an_action_that_could_not_start_is_a_failure_saying_why() {
+        let c = Command::from_body(&envelope(&sample())).unwrap();
+        assert_eq!(
+            failure_body(&c, "l", "Action for h cannot run: user x does not exist"),
+            r#"{"Status": "FAILURE", "DispatcherId": "d", "ListenerId": "l", "CommandName": "deploy", "InvocationId": "i", "Message": "Action for h cannot run: user x does not exist"}"#
+        );
     }
 
     #[test]

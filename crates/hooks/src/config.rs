@@ -1,6 +1,7 @@
 //! cfn-hup's configuration directory (HUP-CONF-01..03, HUP-HOOK-01..02): `cfn-hup.conf`
-//! with its `[main]` section, and the hooks of `hooks.conf` plus every regular file in
-//! `hooks.d/` (read in name order, later files overriding earlier values): update hooks,
+//! with its `[main]` section, and the hooks of `hooks.conf` plus the regular files in
+//! `hooks.d/` but backups and temporary files (read in name order, later files overriding
+//! earlier values): update hooks,
 //! and command hooks (`triggers=on.command`, SPEC §14.7) whose `path` names the command.
 
 use crate::ini::{Ini, IniError};
@@ -188,7 +189,9 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
     })
 }
 
-/// The hook files: `<dir>/hooks.conf`, then every regular file of `<dir>/hooks.d` by name.
+/// The hook files: `<dir>/hooks.conf`, then every regular file of `<dir>/hooks.d` by name
+/// that an operator means as a hook file (see [`is_left_beside`]). Each file skipped is
+/// logged once per reading.
 pub fn hook_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let main = dir.join("hooks.conf");
@@ -198,9 +201,31 @@ pub fn hook_files(dir: &Path) -> Vec<PathBuf> {
     if let Ok(entries) = std::fs::read_dir(dir.join("hooks.d")) {
         let mut more: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
         more.sort();
+        more.retain(|path| {
+            let skipped = path.file_name().is_some_and(is_left_beside);
+            if skipped {
+                tracing::info!("Skipping {}: a hidden, backup or temporary file is not a hook file", path.display());
+            }
+            !skipped
+        });
         files.extend(more);
     }
     files
+}
+
+/// Endings of the copies that editors, package managers and cfn-init leave beside a file
+/// they change: cfn-init keeps `app.conf.bak` beside an updated `app.conf`, and since
+/// later files win, the backup's old values would override the update (SEC-HOOKSD; the
+/// reference reads them all, a deliberate difference).
+const LEFT_BESIDE_ENDINGS: &[&str] =
+    &[".bak", ".bak2", "~", ".swp", ".dpkg-old", ".dpkg-new", ".dpkg-dist", ".rpmnew", ".rpmsave", ".cfn-tmp"];
+
+/// A name in `hooks.d` that is no operator's hook file: hidden (which includes the
+/// temporary names of `cfn_host::temp_files`, `.<target>.<pid>.<n>.cfn-tmp`), or with
+/// one of [`LEFT_BESIDE_ENDINGS`].
+pub fn is_left_beside(name: &std::ffi::OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name.starts_with(b".") || LEFT_BESIDE_ENDINGS.iter().any(|ending| name.ends_with(ending.as_bytes()))
 }
 
 /// Reads the hooks. Hooks missing a key are skipped with the reference's ERROR line; an
@@ -335,7 +360,7 @@ mod tests {
             ("cfn-hup.conf", "[main]\nstack=s\n"),
             ("hooks.conf", "[h]\ntriggers=post.update\npath=Resources.A.Metadata\naction=old\n"),
             ("hooks.d/b.conf", "[h]\naction=new\nrunas= nobody \n"),
-            ("hooks.d/a~", "[g]\ntriggers= post.add , post.remove\npath=Resources.B.PhysicalResourceId\naction=g\n"),
+            ("hooks.d/a", "[g]\ntriggers= post.add , post.remove\npath=Resources.B.PhysicalResourceId\naction=g\n"),
         ]);
         std::fs::create_dir(d.path().join("hooks.d/subdir")).unwrap();
         let c = load(d.path()).unwrap();
@@ -344,6 +369,14 @@ mod tests {
         assert_eq!((c.hooks[0].action.as_str(), c.hooks[0].runas.as_deref()), ("new", Some("nobody")));
         assert_eq!(c.hooks[1].triggers, ["post.add", "post.remove"]);
         assert!(c.hooks[1].has_trigger("post.remove") && !c.hooks[1].has_trigger("post.update"));
+        // Backups and temporary files beside a hook file are not read (SEC-HOOKSD).
+        for left in
+            ["b.conf.bak", "b.conf~", ".b.conf.swp", ".b.conf.1234.0.cfn-tmp", "b.conf.rpmsave", "b.conf.dpkg-old"]
+        {
+            std::fs::write(d.path().join("hooks.d").join(left), "[h]\naction=old\nrunas=root\n").unwrap();
+        }
+        let c = load(d.path()).unwrap();
+        assert_eq!((c.hooks[0].action.as_str(), c.hooks[0].runas.as_deref()), ("new", Some("nobody")));
         // hooks.d alone is enough.
         let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n"), ("hooks.d/x", HOOK)]);
         assert_eq!(load(d.path()).unwrap().hooks.len(), 1);

@@ -169,8 +169,8 @@ impl PidFile {
                         return Err(DaemonError::AlreadyRunning { pid: other, path: shown });
                     }
                     _ => tracing::warn!(
-                        "Removing stale pid file {shown} (it names {:?}, which is not a running process)",
-                        text.trim()
+                        "Removing stale pid file {shown} (it names {}, which is not a running process)",
+                        cfn_python::repr::short_str_repr(text.trim())
                     ),
                 }
             }

@@ -1,7 +1,7 @@
 //! The INI dialect of `cfn-hup.conf` and the hook files (HUP-CONF-02).
 //!
-//! The reference read these files with Python 2's `SafeConfigParser`. rust-ini reads them
-//! here, and this module accepts the same files, with these rules decided explicitly:
+//! The reference read these files with Python 2's `SafeConfigParser`. [`lines`] reads
+//! them here, and this module accepts the same files, with these rules decided explicitly:
 //!
 //! * `[section]` headers; section names are case-sensitive, `[DEFAULT]` supplies values
 //!   to every section; a section or key seen again (in the same or a later file) merges,
@@ -14,53 +14,66 @@
 //!   line) reads it, where Python 2 silently cut the command at ` ;` (WEAK-ini);
 //! * `%%` is a literal `%` and `%(name)s` is replaced by the value of `name` from the same
 //!   section or `[DEFAULT]`, as in the reference; unlike the reference, any other `%` is
-//!   kept as it is instead of killing cfn-hup with an interpolation error (WEAK-ini).
+//!   kept as it is instead of killing cfn-hup with an interpolation error (WEAK-ini);
+//! * a value's expansion is bounded: at most [`VALUE_LIMIT`] bytes for one value and
+//!   [`FILE_LIMIT`] for all the values read from one file, so that a few kilobytes of
+//!   `%(name)s` references cannot make gigabytes (the reference has no such bound).
 //!
-//! Who does what: [`lines`] walks the lines with ConfigParser's rules (comments, which
-//! line continues a value, which line is an error and its message) where rust-ini's own
-//! grammar differs (listed there), and hands rust-ini a canonical text; rust-ini finds the
-//! sections, splits and trims keys and values and joins continuation lines. On top of
-//! what it returns, this module merges repeated sections and files, folds key case, applies
-//! `[DEFAULT]` and `""`, and interpolates — none of which rust-ini does.
+//! Who does what: [`lines`] walks the lines with ConfigParser's rules (the only parse of a
+//! file; why not rust-ini is said there); this module merges repeated sections and files,
+//! folds key case, applies `[DEFAULT]` and `""`; [`interpolation`] expands `%%` and
+//! `%(name)s`.
 
+mod interpolation;
 mod lines;
 
+use lines::Line;
+use std::cell::RefCell;
 use std::path::Path;
 
-/// Quotes and `\` escapes are not ConfigParser's (`a="x"` keeps its quotes, `C:\new` its
-/// backslash); indented continuation lines are.
-const PARSE_OPTION: ini::ParseOption = ini::ParseOption {
-    enabled_quote: false,
-    enabled_escape: false,
-    enabled_indented_mutiline_value: true,
-    enabled_preserve_key_leading_whitespace: false,
-};
+pub use interpolation::{FILE_LIMIT, VALUE_LIMIT};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IniError {
-    #[error("File contains no section headers.\nfile: {file}, line: {line}\n{text:?}")]
+    #[error("File contains no section headers.\nfile: {file}, line: {line}\n{}", python_repr(.text))]
     MissingSectionHeader { file: String, line: usize, text: String },
-    #[error("File contains parsing errors: {file}\n\t[line {line}]: {text:?}")]
+    #[error("File contains parsing errors: {file}\n\t[line {line}]: {}", python_repr(.text))]
     Parse { file: String, line: usize, text: String },
     #[error("Bad value substitution: section [{section}], option {key}: {reason}")]
     Interpolation { section: String, key: String, reason: String },
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the value expands to more than {VALUE_LIMIT} bytes"
+    )]
+    ValueTooLarge { section: String, key: String, file: String },
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the values of {file} expand to more than {FILE_LIMIT} bytes in all"
+    )]
+    FileTooLarge { section: String, key: String, file: String },
+}
+
+/// A line's text as ConfigParser's messages quote it (Python's `repr` of a string).
+fn python_repr(text: &str) -> String {
+    let mut out = String::new();
+    cfn_python::repr::write_str_repr(&mut out, text);
+    out
 }
 
 #[derive(Debug, Clone, Default)]
 struct Section {
     name: String,
-    entries: Vec<(String, String)>,
+    /// Key (lower case), raw value, and the index of the file that set it.
+    entries: Vec<(String, String, usize)>,
 }
 
 impl Section {
-    fn set(&mut self, key: String, value: String) {
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.entries.push((key, value)),
+    fn set(&mut self, key: String, value: String, file: usize) {
+        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(entry) => (entry.1, entry.2) = (value, file),
+            None => self.entries.push((key, value, file)),
         }
     }
-    fn raw(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    fn raw(&self, key: &str) -> Option<(&str, usize)> {
+        self.entries.iter().find(|(k, _, _)| k == key).map(|(_, v, f)| (v.as_str(), *f))
     }
 }
 
@@ -69,10 +82,13 @@ impl Section {
 pub struct Ini {
     defaults: Section,
     sections: Vec<Section>,
+    /// The files read, in order (their names as given to [`Ini::read_str`]).
+    files: Vec<String>,
+    /// Bytes of expanded values handed out so far, per file (see [`FILE_LIMIT`]).
+    expanded: RefCell<Vec<usize>>,
 }
 
 const DEFAULT_SECTION: &str = "DEFAULT";
-const MAX_INTERPOLATION_DEPTH: usize = 10;
 
 /// ConfigParser's `""` rule, tested on the value's first line (continuation lines are
 /// joined after it): `""` alone is the empty string.
@@ -89,23 +105,21 @@ impl Ini {
     }
 
     /// Reads one more file's text into the same set of sections; `file` names it in errors.
-    /// A file with an error adds nothing (rust-ini reads all of it before anything is merged).
+    /// A file with an error adds nothing: it is parsed whole before anything is merged.
     pub fn read_str(&mut self, text: &str, file: &str) -> Result<(), IniError> {
-        let canonical = lines::canonical(text, file)?;
-        // The canonical text is built to be read without error; should rust-ini still fail,
-        // its line (of the canonical text) is mapped back to the file's line.
-        let parsed = ini::Ini::load_from_str_opt(&canonical.text, PARSE_OPTION).map_err(|e| {
-            let line = canonical.file_line(e.line);
-            IniError::Parse { file: file.to_string(), line, text: format!("{}\n", lines::file_line(text, line)) }
-        })?;
-        // One entry per header, in file order, repeated names included; the general section
-        // (keys before any header) is always empty: `lines` refuses such keys first.
-        for (name, properties) in parsed.iter() {
-            let Some(name) = name else { continue };
-            let section = self.section_index(&lines::decode_name(name));
-            for (key, value) in properties.iter() {
-                let key = lines::decode_key(key).to_lowercase();
-                self.section_mut(section).set(key, empty_quotes(lines::decode_value(value)));
+        let lines = lines::parse(text, file)?;
+        let file_index = self.files.len();
+        self.files.push(file.to_string());
+        self.expanded.get_mut().push(0);
+        let mut section = None;
+        for line in lines {
+            match line {
+                Line::Header(name) => section = Some(self.section_index(&name)),
+                // `lines` refuses an entry before the first header.
+                Line::Entry { key, value } => {
+                    let Some(index) = section else { continue };
+                    self.section_mut(index).set(key.to_lowercase(), empty_quotes(value), file_index);
+                }
             }
         }
         Ok(())
@@ -143,53 +157,40 @@ impl Ini {
         self.sections.iter().any(|s| s.name == name)
     }
 
-    fn raw(&self, section: &str, key: &str) -> Option<&str> {
-        let key = key.to_lowercase();
-        self.sections.iter().find(|s| s.name == section).and_then(|s| s.raw(&key)).or_else(|| self.defaults.raw(&key))
+    /// The raw value of `key` (lower case) in `section` or `[DEFAULT]`, and its file.
+    fn raw(&self, section: &str, key: &str) -> Option<(&str, usize)> {
+        self.sections.iter().find(|s| s.name == section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
     }
 
     /// The value of `key` in `section` (or `[DEFAULT]`), with `%%` and `%(name)s` expanded.
-    /// `None` when the section or key is missing.
+    /// `None` when the section or key is missing. Every value returned counts toward the
+    /// [`FILE_LIMIT`] of the file that set it (cfn-hup reads each key once).
     pub fn get(&self, section: &str, key: &str) -> Result<Option<String>, IniError> {
         if !self.has_section(section) {
             return Ok(None);
         }
-        match self.raw(section, key) {
-            None => Ok(None),
-            Some(raw) => self.interpolate(section, key, raw, 0).map(Some),
-        }
-    }
-
-    fn interpolate(&self, section: &str, key: &str, raw: &str, depth: usize) -> Result<String, IniError> {
-        let error =
-            |reason: String| IniError::Interpolation { section: section.to_string(), key: key.to_lowercase(), reason };
-        if depth > MAX_INTERPOLATION_DEPTH {
-            return Err(error(format!("more than {MAX_INTERPOLATION_DEPTH} levels of %(name)s references")));
-        }
-        let mut out = String::with_capacity(raw.len());
-        let mut rest = raw;
-        while let Some(at) = rest.find('%') {
-            out.push_str(&rest[..at]);
-            let after = &rest[at + 1..];
-            if let Some(tail) = after.strip_prefix('%') {
-                out.push('%');
-                rest = tail;
-            } else if let Some(inner) = after.strip_prefix('(')
-                && let Some(close) = inner.find(")s")
-            {
-                let name = &inner[..close];
-                let value = self
-                    .raw(section, name)
-                    .ok_or_else(|| error(format!("'%({name})s' refers to no option {:?}", name.to_lowercase())))?;
-                out.push_str(&self.interpolate(section, name, value, depth + 1)?);
-                rest = &inner[close + 2..];
-            } else {
-                out.push('%');
-                rest = after;
+        let key = key.to_lowercase();
+        let Some((raw, file)) = self.raw(section, &key) else {
+            return Ok(None);
+        };
+        let file_name = || self.files.get(file).cloned().unwrap_or_default();
+        let lookup = |name: &str| self.raw(section, name).map(|(value, _)| value);
+        let value = interpolation::expand(raw, &key, &lookup).map_err(|e| match e {
+            interpolation::Error::TooLarge => {
+                IniError::ValueTooLarge { section: section.to_string(), key: key.clone(), file: file_name() }
+            }
+            interpolation::Error::Bad { key, reason } => {
+                IniError::Interpolation { section: section.to_string(), key, reason }
+            }
+        })?;
+        let mut expanded = self.expanded.borrow_mut();
+        if let Some(total) = expanded.get_mut(file) {
+            *total = total.saturating_add(value.len());
+            if *total > FILE_LIMIT {
+                return Err(IniError::FileTooLarge { section: section.to_string(), key, file: file_name() });
             }
         }
-        out.push_str(rest);
-        Ok(out)
+        Ok(Some(value))
     }
 }
 
@@ -255,12 +256,40 @@ mod tests {
         let e = i.read_str("triggers=post.update\n", "/etc/cfn/hooks.conf").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "File contains no section headers.\nfile: /etc/cfn/hooks.conf, line: 1\n\"triggers=post.update\\n\""
+            "File contains no section headers.\nfile: /etc/cfn/hooks.conf, line: 1\n'triggers=post.update\\n'"
         );
         let e = Ini::new().read_str("[a]\nx=1\njust words\n", "f").unwrap_err();
         assert_eq!(e, IniError::Parse { file: "f".into(), line: 3, text: "just words\n".into() });
         assert!(Ini::new().read_str("[a]\n=value\n", "f").is_err());
         assert!(Ini::new().read_str("[]\n", "f").is_err());
+    }
+
+    /// What the values written in one file expand to in all is bounded too, wherever
+    /// their references lead; the error names the option, its section and its file.
+    #[test]
+    fn the_values_of_a_file_expand_to_at_most_the_file_limit() {
+        let mut i = Ini::new();
+        i.read_str(&format!("[DEFAULT]\nbig={}\n", "b".repeat(VALUE_LIMIT / 2)), "defaults.conf").unwrap();
+        let sections = FILE_LIMIT / VALUE_LIMIT + 1;
+        let text: String = (0..sections).map(|n| format!("[s{n}]\naction=%(big)s%(big)s\n")).collect();
+        i.read_str(&text, "hooks.conf").unwrap();
+        for n in 0..sections - 1 {
+            assert_eq!(get(&i, &format!("s{n}"), "action").map(|v| v.len()), Some(VALUE_LIMIT));
+        }
+        let last = format!("s{}", sections - 1);
+        assert_eq!(
+            i.get(&last, "action"),
+            Err(IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() })
+        );
+        assert_eq!(
+            IniError::FileTooLarge { section: last.clone(), key: "action".into(), file: "hooks.conf".into() }
+                .to_string(),
+            format!(
+                "Bad value substitution: section [{last}], option action in hooks.conf: the values of hooks.conf expand to more than 1048576 bytes in all"
+            )
+        );
+        // The bound is the file's where the option read was written.
+        assert_eq!(get(&i, &last, "big").map(|v| v.len()), Some(VALUE_LIMIT / 2));
     }
 
     /// A file that does not parse adds nothing to what earlier files gave (the caller
@@ -274,10 +303,10 @@ mod tests {
         assert_eq!(get(&i, "a", "x").as_deref(), Some("1"));
     }
 
-    /// Where rust-ini's own reading of the raw text differs from ConfigParser's (see
-    /// `lines`), the file still reads as the reference reads it. HUP-CONF-02.
+    /// Where rust-ini's reading of the raw text differs from ConfigParser's (see `lines`),
+    /// the file reads as the reference reads it. HUP-CONF-02.
     #[test]
-    fn continuation_lines_survive_what_rust_ini_alone_reads_differently() {
+    fn continuation_lines_as_configparser_reads_them() {
         // a comment line or a blank line inside a value does not end it; CRLF adds no line
         let i = ini("[h]\r\naction=a\r\n# note\r\n  b\r\n; note\r\n\r\n  c\r\nnext=x\r\n");
         assert_eq!(get(&i, "h", "action").as_deref(), Some("a\nb\nc"));
@@ -314,14 +343,11 @@ mod tests {
     }
 
     /// A line that is neither header, key nor continuation is an error at that line, even
-    /// when a key follows it (rust-ini alone reads both lines as one key). HUP-CONF-02/03.
+    /// when a key follows it (rust-ini reads both lines as one key). HUP-CONF-02/03.
     #[test]
     fn a_line_without_separator_is_an_error_even_before_a_key() {
         let e = Ini::new().read_str("[a]\nx=1\n# c\njust words\ny=2\n", "/etc/cfn/hooks.d/x.conf").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "File contains parsing errors: /etc/cfn/hooks.d/x.conf\n\t[line 4]: \"just words\\n\""
-        );
+        assert_eq!(e.to_string(), "File contains parsing errors: /etc/cfn/hooks.d/x.conf\n\t[line 4]: 'just words\\n'");
         let e = Ini::new().read_str("\n; c\nstack=x\n[main]\n", "f").unwrap_err();
         assert_eq!(e, IniError::MissingSectionHeader { file: "f".into(), line: 3, text: "stack=x\n".into() });
         let e = Ini::new().read_str("[a]\r\nx\r\n", "f").unwrap_err();

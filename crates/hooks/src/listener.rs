@@ -37,6 +37,8 @@ pub const BACKOFF: Duration = Duration::from_secs(20);
 const NON_EXISTENT_QUEUE: &str = "AWS.SimpleQueueService.NonExistentQueue";
 /// Environment variables whose values must not be logged.
 const SECRET_VARIABLES: &[&str] = &["RESULT_SECRET_KEY", "RESULT_SESSION_TOKEN"];
+/// Environment variables holding URLs, logged redacted.
+const URL_VARIABLES: &[&str] = &["RESULT_QUEUE", "EVENT_HANDLE"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ListenerError {
@@ -218,17 +220,18 @@ impl Listener {
             .with_region(&self.region)
             .with_endpoint(self.sqs_url.as_deref())
             .with_retry(self.options.sqs_retry);
-        tracing::debug!("Receiving messages for queue {queue_url}");
+        let shown_queue = http::redact_url(&queue_url);
+        tracing::debug!("Receiving messages for queue {shown_queue}");
         let message = match sqs.receive_message(&queue_url, self.options.receive_wait_seconds) {
             Ok(Some(message)) => message,
             Ok(None) => return Ok(Round::Idle),
             Err(e) if is_sqs_code(&e, NON_EXISTENT_QUEUE) => {
-                tracing::warn!("The listener's queue {queue_url} no longer exists; registering again");
+                tracing::warn!("The listener's queue {shown_queue} no longer exists; registering again");
                 self.queue_url = None;
                 return Ok(Round::Backoff(Duration::ZERO));
             }
             Err(e) => {
-                tracing::error!("Could not receive commands from {queue_url}: {e}");
+                tracing::error!("Could not receive commands from {shown_queue}: {e}");
                 return Ok(Round::Backoff(BACKOFF));
             }
         };
@@ -246,7 +249,7 @@ impl Listener {
                     "Invalid message, deleting: Message[MessageId:{}, ReceiptHandle:{}, Body:{}]",
                     message.message_id,
                     message.receipt_handle,
-                    message.body
+                    http::redact_urls_in(&message.body)
                 );
                 cx.delete(message);
                 return;
@@ -298,28 +301,38 @@ impl Listener {
         }
         let (started, clock) = (activity::now(), Instant::now());
         let ran = self.run_action(hook, &command, cx.credentials);
-        let outcome = ran.as_ref().map(|(code, _, _)| *code).ok_or_else(|| "could not be started".to_string());
+        let outcome = ran.as_ref().map(|(code, _, _)| *code).map_err(Clone::clone);
         activity::record_hook_run(
             &activity::default_path(),
             HookRun::new(&hook.name, started, clock.elapsed(), &outcome),
         );
-        let Some((code, stdout, stderr)) = ran else {
-            return;
+        // An action that cannot start (a missing `runas` user, a NUL in `Data`) would not
+        // start the next time either: it is a failed run, not a message to receive again
+        // until it expires.
+        let body = match &ran {
+            Ok((code, stdout, stderr)) => {
+                if hook.send_result {
+                    log_outcome(&hook.name, *code, stdout);
+                } else if *code != 0 {
+                    // The reference says nothing here; a failure nobody is told about belongs in the log.
+                    tracing::warn!("Action for {} exited with {code}", hook.name);
+                }
+                command_message::result_body(&command, &self.listener_id, *code, stdout, stderr)
+            }
+            Err(reason) => {
+                if hook.send_result {
+                    tracing::warn!("Action for {} could not be started, returning FAILURE", hook.name);
+                }
+                command_message::failure_body(&command, &self.listener_id, reason)
+            }
         };
         if hook.send_result {
-            log_outcome(&hook.name, code, &stdout);
-            let body = command_message::result_body(&command, &self.listener_id, code, &stdout, &stderr);
-            tracing::debug!("Sending {body} to queue {}", command.result_queue);
+            let queue = http::redact_url(&command.result_queue);
+            tracing::debug!("Sending {} to queue {queue}", http::redact_urls_in(&body));
             if let Err(e) = cx.sqs.send_message(&command.result_queue, &body) {
-                tracing::error!(
-                    "Could not send the result of {id} to {}: {e}; the message stays in the queue",
-                    command.result_queue
-                );
+                tracing::error!("Could not send the result of {id} to {queue}: {e}; the message stays in the queue");
                 return;
             }
-        } else if code != 0 {
-            // The reference says nothing here; a failure nobody is told about belongs in the log.
-            tracing::warn!("Action for {} exited with {code}", hook.name);
         }
         self.complete(cx, &id, message);
     }
@@ -332,22 +345,23 @@ impl Listener {
         cx.delete(message);
     }
 
-    /// The action with the command's environment, stdout and stderr kept apart. `None`
-    /// when it could not be started (the message stays in the queue).
+    /// The action with the command's environment, stdout and stderr kept apart; when it
+    /// could not be started, why (logged here, and the result's message).
     fn run_action(
         &self,
         hook: &CommandHook,
         command: &Command,
         credentials: &ListenerCredentials,
-    ) -> Option<(i32, String, String)> {
+    ) -> Result<(i32, String, String), String> {
+        let not_started = |reason: String| {
+            tracing::error!("{reason}");
+            Err(reason)
+        };
         let user = match &hook.runas {
             None => None,
             Some(name) => match cfn_host::users::user(name) {
                 Some(user) => Some(user),
-                None => {
-                    tracing::error!("Action for {} cannot run: user {name} does not exist", hook.name);
-                    return None;
-                }
+                None => return not_started(format!("Action for {} cannot run: user {name} does not exist", hook.name)),
             },
         };
         let added = command_env(command, &self.stack, &self.listener_id, credentials);
@@ -363,22 +377,20 @@ impl Listener {
         match ran {
             Ok(done) => {
                 let (stdout, stderr) = (done.stdout.text(), done.stderr.text());
+                // What an action prints may hold a URL with a password or a signature.
                 tracing::debug!(
                     "Action for {} output: {}",
                     hook.name,
-                    if stdout.is_empty() { "<None>" } else { &stdout }
+                    if stdout.is_empty() { "<None>".into() } else { http::redact_urls_in(&stdout) }
                 );
                 if !stderr.is_empty() {
-                    tracing::debug!("Action for {} stderr: {stderr}", hook.name);
+                    tracing::debug!("Action for {} stderr: {}", hook.name, http::redact_urls_in(&stderr));
                 }
                 // The result needs at most the first 500 and last 500 characters of
                 // the right-trimmed text (HUP-CMD-03), which the kept head and tail hold.
-                Some((done.code, done.stdout.text_trim_end(), done.stderr.text_trim_end()))
+                Ok((done.code, done.stdout.text_trim_end(), done.stderr.text_trim_end()))
             }
-            Err(e) => {
-                tracing::error!("Action for {} could not be started: {e}", hook.name);
-                None
-            }
+            Err(e) => not_started(format!("Action for {} could not be started: {e}", hook.name)),
         }
     }
 }
@@ -393,9 +405,10 @@ struct Context<'a> {
 
 impl Context<'_> {
     fn delete(&self, message: &sqs::Message) {
-        tracing::debug!("Deleting {} from queue {}", message.receipt_handle, self.queue_url);
+        let queue = http::redact_url(self.queue_url);
+        tracing::debug!("Deleting {} from queue {queue}", message.receipt_handle);
         if let Err(e) = self.sqs.delete_message(self.queue_url, &message.receipt_handle) {
-            tracing::error!("Could not delete message {} from {}: {e}", message.message_id, self.queue_url);
+            tracing::error!("Could not delete message {} from {queue}: {e}", message.message_id);
         }
     }
 }
@@ -454,22 +467,24 @@ pub fn command_env(
     env
 }
 
-/// The command variables for the log: secrets masked, the event handle's signature too.
+/// The command variables for the log, as a JSON object: secrets masked, and the URLs
+/// (result queue, event handle) redacted here, whole, since a password may hold white
+/// space where the log's free-text redaction would end the URL.
 pub fn shown_env(env: &[(String, String)]) -> String {
-    let shown: Vec<String> = env
+    let shown: serde_json::Map<String, serde_json::Value> = env
         .iter()
         .map(|(k, v)| {
             let value = if SECRET_VARIABLES.contains(&k.as_str()) {
                 "<redacted>".to_string()
-            } else if k == "EVENT_HANDLE" {
+            } else if URL_VARIABLES.contains(&k.as_str()) {
                 http::redact_url(v)
             } else {
                 v.clone()
             };
-            format!("{k:?}: {value:?}")
+            (k.clone(), value.into())
         })
         .collect();
-    format!("{{{}}}", shown.join(", "))
+    cfn_python::json::to_compact(&serde_json::Value::Object(shown))
 }
 
 fn is_code(error: &ApiError, wanted: &str) -> bool {

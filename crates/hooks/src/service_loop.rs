@@ -189,11 +189,18 @@ pub fn once(
 }
 
 /// The update hooks' state file, made empty before the first pass as the reference
-/// does (STATE-04); a failure is reported and the passes try again when they store.
+/// does (STATE-04).
 fn create_state(config: &HupConfig) {
-    if config.hooks.is_empty() {
-        return;
+    if !config.hooks.is_empty() {
+        create_state_file();
     }
+}
+
+/// `data/` and an empty `metadata_db.json` (STATE-04). Also made when an update hook's
+/// path is unsupported, before cfn-hup stops: the reference made them before its first
+/// pass met the path (HUP-PATH-01). A failure is reported; the passes try again when
+/// they store.
+pub fn create_state_file() {
     if let Err(e) = MetadataDb::create(&MetadataDb::default_path()) {
         tracing::warn!("{e}");
     }
@@ -412,11 +419,11 @@ fn load_again(
 impl Running {
     async fn serve(mut self, mut signals: Signals) {
         tracing::info!(
-            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {:?}",
+            "cfn-hup started (pid {}): {} hook(s) on stack {}, checked every {} seconds",
             std::process::id(),
             self.config.hooks.len(),
             self.config.main.stack,
-            self.every
+            self.every.as_secs_f64()
         );
         // Configuration loaded, first pass due now: `systemctl start` may return.
         readiness::notify(readiness::READY);

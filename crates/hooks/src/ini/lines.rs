@@ -1,84 +1,50 @@
-//! ConfigParser's line rules, applied before rust-ini reads a file (HUP-CONF-02).
+//! ConfigParser's line rules (HUP-CONF-02): which line is a header, an entry, a
+//! continuation of the value before it, a comment, or an error — and with which number
+//! and text the error names it.
 //!
-//! rust-ini 0.21 (with the options of `super::PARSE_OPTION`) reads a grammar close to, but
-//! not the same as, the one `cfn-hup` files are written in. Tried on the raw text, it:
-//!
-//! * accepts a line with no `=` or `:`: its text becomes the start of the next key
-//!   (`just words` then `x=1` is the key `"just words\nx"`), and keys before any header go
-//!   to a general section — ConfigParser rejects both, naming the line;
-//! * ends a multi-line value at a comment line, then reads the indented line after it as a
-//!   key (an indented comment line is read as a key too); keeps a blank line inside a value
-//!   as an empty line; adds an empty line for every `\r\n` inside a multi-line value and
-//!   fails on a lone `\r`;
-//! * joins the next line after a `\` at the end of a line (even with escapes off);
-//! * drops an empty first line of a multi-line value (`action=` then indented lines);
-//! * trims section names, accepts `[]`, starts a key with the text after `]`, and reads any
-//!   line starting with `[` as a header up to the next `]`, on whatever line it is.
-//!
-//! So the lines are walked here as ConfigParser walks them (the rules in `super`'s
-//! documentation), its errors are reported with its line numbers and texts, and rust-ini
-//! is handed a canonical text that it reads exactly: only `[name]`, `key=value` and
-//! tab-indented continuation lines, no comments or blank lines. In that text every name,
-//! key and first value line starts with [`MARK`] (a section name also ends with it), so
-//! nothing rust-ini trims or reads specially is at either end, and `\` and `\r` are
-//! escaped as `\\` and `\r`. rust-ini does the rest: splitting at the first `=`/`:`,
-//! trimming, joining continuation lines with `\n`, and keeping every section and key it
-//! saw, repeated ones included, in order. [`decode_name`], [`decode_key`] and
-//! [`decode_value`] undo the marks and escapes.
+//! This is the only parse of a file. rust-ini was tried on the raw text and dropped: its
+//! result cannot be corrected afterwards, because it has already lost what the rules need
+//! (it returns no line numbers, and on the raw text it reads `just words` then `x=1` as
+//! the one key `"just words\nx"`, ends a value at a comment line and reads the indented
+//! line after it as part of a key, joins a line ending in `\` with the next one, drops an
+//! empty first line of a multi-line value, trims section names, and fails on a lone `\r`).
+//! Making it read a file exactly took a second walk of every line and a re-encoded text
+//! for it to parse again, which the walk alone already gives.
 
 use super::IniError;
 
-/// Starts every name, key and value in the canonical text (and ends section names).
-const MARK: char = '|';
-
-/// The text handed to rust-ini, and where each of its lines came from.
-#[derive(Debug)]
-pub(super) struct Canonical {
-    pub text: String,
-    /// The 1-based number, in the file, of each canonical line.
-    origin: Vec<usize>,
-}
-
-impl Canonical {
-    /// The file's line number for a 1-based line of the canonical text (rust-ini's errors
-    /// carry a line and a column of the canonical text; ConfigParser's messages name only
-    /// the line; past the end means the last line).
-    pub fn file_line(&self, canonical_line: usize) -> usize {
-        let index = canonical_line.saturating_sub(1).min(self.origin.len().saturating_sub(1));
-        self.origin.get(index).copied().unwrap_or(1)
-    }
-
-    fn push(&mut self, origin: usize, parts: &[&str]) {
-        for part in parts {
-            self.text.push_str(part);
-        }
-        self.text.push('\n');
-        self.origin.push(origin);
-    }
+/// What a significant line of a file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Line {
+    /// `[name]`: the name as written between the brackets (not trimmed).
+    Header(String),
+    /// `key = value`: key and value trimmed, the value's continuation lines joined to it
+    /// with `\n` (each trimmed).
+    Entry { key: String, value: String },
 }
 
 /// One line of the file as ConfigParser sees it: `\r` before the `\n` removed.
-pub(super) fn file_line(text: &str, lineno: usize) -> &str {
-    let raw = text.split('\n').nth(lineno.saturating_sub(1)).unwrap_or("");
+fn without_cr(raw: &str) -> &str {
     raw.strip_suffix('\r').unwrap_or(raw)
 }
 
 /// Walks `text` with ConfigParser's line rules; `file` names it in errors.
-pub(super) fn canonical(text: &str, file: &str) -> Result<Canonical, IniError> {
-    let mut out = Canonical { text: String::with_capacity(text.len() + 64), origin: Vec::new() };
+pub(super) fn parse(text: &str, file: &str) -> Result<Vec<Line>, IniError> {
+    let mut out: Vec<Line> = Vec::new();
     // A header was seen; a key was seen since the last header (so an indented line continues it).
     let mut in_section = false;
     let mut in_value = false;
     for (index, raw) in text.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let line = without_cr(raw);
         let lineno = index + 1;
         let trimmed = line.trim();
         if trimmed.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
         }
         if line.starts_with(char::is_whitespace) {
-            if in_value {
-                out.push(lineno, &["\t", &escape(trimmed)]);
+            if in_value && let Some(Line::Entry { value, .. }) = out.last_mut() {
+                value.push('\n');
+                value.push_str(trimmed);
                 continue;
             }
             if trimmed.starts_with('#') || trimmed.starts_with(';') {
@@ -89,8 +55,7 @@ pub(super) fn canonical(text: &str, file: &str) -> Result<Canonical, IniError> {
             && let Some(end) = rest.find(']')
             && end > 0
         {
-            let mark = MARK.to_string();
-            out.push(lineno, &["[", &mark, &escape(&rest[..end]), &mark, "]"]);
+            out.push(Line::Header(rest[..end].to_string()));
             in_section = true;
             in_value = false;
             continue;
@@ -104,10 +69,9 @@ pub(super) fn canonical(text: &str, file: &str) -> Result<Canonical, IniError> {
         }
         match trimmed.find(['=', ':']) {
             Some(at) if !trimmed[..at].trim().is_empty() => {
-                let mark = MARK.to_string();
-                let key = escape(trimmed[..at].trim());
-                let value = escape(trimmed[at + 1..].trim());
-                out.push(lineno, &[&mark, &key, "=", &mark, &value]);
+                let key = trimmed[..at].trim().to_string();
+                let value = trimmed[at + 1..].trim().to_string();
+                out.push(Line::Entry { key, value });
                 in_value = true;
             }
             _ => return Err(IniError::Parse { file: file.to_string(), line: lineno, text: format!("{line}\n") }),
@@ -116,68 +80,16 @@ pub(super) fn canonical(text: &str, file: &str) -> Result<Canonical, IniError> {
     Ok(out)
 }
 
-/// `\` would join lines (at a line's end) or eat a `=` (at a key's end); `\r` would end a value.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('r') => out.push('\r'),
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
-}
-
-/// A section name as rust-ini returns it from the canonical text.
-pub(super) fn decode_name(name: &str) -> String {
-    let name = name.strip_prefix(MARK).unwrap_or(name);
-    unescape(name.strip_suffix(MARK).unwrap_or(name))
-}
-
-/// A key as rust-ini returns it from the canonical text (case kept).
-pub(super) fn decode_key(key: &str) -> String {
-    unescape(key.strip_prefix(MARK).unwrap_or(key))
-}
-
-/// A value as rust-ini returns it from the canonical text: its lines joined with `\n`.
-pub(super) fn decode_value(value: &str) -> String {
-    unescape(value.strip_prefix(MARK).unwrap_or(value))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn escapes_round_trip() {
-        for text in ["", "a", "\\", "a\\", "\\\\r", "a\rb", "\\r\r", "C:\\new"] {
-            assert_eq!(unescape(&escape(text)), text);
-            assert!(!escape(text).contains('\r'));
-        }
-    }
-
-    #[test]
-    fn canonical_text_has_only_headers_entries_and_continuations() {
-        let c = canonical("; c\n[ a ]\r\n\nKey : v \\\n # c\n  more\n", "f").unwrap();
-        assert_eq!(c.text, "[| a |]\n|Key=|v \\\\\n\t# c\n\tmore\n");
-        assert_eq!((c.file_line(1), c.file_line(2), c.file_line(4), c.file_line(99)), (2, 4, 6, 6));
+    fn headers_entries_and_continuations() {
+        let lines = parse("; c\n[ a ]\r\n\nKey : v \\\n # c\n  more\n", "f").unwrap();
+        assert_eq!(
+            lines,
+            [Line::Header(" a ".into()), Line::Entry { key: "Key".into(), value: "v \\\n# c\nmore".into() }]
+        );
     }
 }

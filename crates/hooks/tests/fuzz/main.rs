@@ -1,17 +1,21 @@
 //! Property-based fuzzing of the INI reader of `cfn-hup.conf` and `hooks.d` (issue 13,
 //! "Fuzzing"; HUP-CONF-02): any text reads or fails with an error naming the file, never a
 //! panic; a well-formed file written from generated sections gives back its sections,
-//! keys and values (multi-line values, `%%`, separators and characters the reader
-//! escapes internally included).
+//! keys and values (multi-line values, `%%`, separators and `|`, `\` and `\r` included).
+//! [`interpolation`]: `%(name)s` references expand within their bounds; [`command_message`]:
+//! what arrives on the command listener's queue.
 //!
 //! Plain `cargo test` runs a bounded number of cases; `cargo xtask fuzz` many more
 //! through `PROPTEST_CASES`. Failing inputs are kept under `proptest-regressions/`.
+
+mod command_message;
+mod interpolation;
 
 use cfn_hooks::ini::{Ini, IniError};
 use proptest::prelude::*;
 
 /// `ci_cases` cases per property, or `PROPTEST_CASES` when it is set.
-fn config(ci_cases: u32) -> ProptestConfig {
+pub fn config(ci_cases: u32) -> ProptestConfig {
     let mut config = ProptestConfig::default();
     if std::env::var_os("PROPTEST_CASES").is_none() {
         config.cases = ci_cases;
