@@ -39,7 +39,7 @@ const TARGETS: &[Target] = &[
         binary: &["--test", "fuzz"],
         filter: "configset_resolution::",
     },
-    Target { name: "ini", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "" },
+    Target { name: "ini", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "ini::" },
     Target { name: "mustache", package: "cfn-configsets", binary: &["--lib"], filter: "mustache::fuzz::" },
     Target { name: "urls", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "urls::" },
     Target {

@@ -92,66 +92,71 @@ fn write(sections: &Sections, separators: &[(bool, usize)]) -> String {
     text
 }
 
-proptest! {
-    #![proptest_config(config(1024))]
+/// The reader itself: any text, and well-formed files round trip.
+mod ini {
+    use super::*;
 
-    /// Any text reads or fails with ConfigParser's error naming the file; what reads can
-    /// be queried for any name.
-    #[test]
-    fn any_text_reads_or_fails_naming_the_file(
-        lines in prop::collection::vec(line(), 0..12),
-        crlf in any::<bool>(),
-        names in prop::collection::vec("[ -~]{0,6}", 0..4),
-    ) {
-        let text = lines.join(if crlf { "\r\n" } else { "\n" });
-        let mut ini = Ini::new();
-        match ini.read_str(&text, "/etc/cfn/hooks.d/fuzz.conf") {
-            Ok(()) => {
-                for section in ini.sections().iter().chain(&names) {
-                    for name in &names {
-                        match ini.get(section, name) {
-                            Ok(_) => {}
-                            Err(IniError::Interpolation { .. }) => {}
-                            Err(e) => prop_assert!(false, "get gave {e}"),
+    proptest! {
+        #![proptest_config(config(1024))]
+
+        /// Any text reads or fails with ConfigParser's error naming the file; what reads can
+        /// be queried for any name.
+        #[test]
+        fn any_text_reads_or_fails_naming_the_file(
+            lines in prop::collection::vec(line(), 0..12),
+            crlf in any::<bool>(),
+            names in prop::collection::vec("[ -~]{0,6}", 0..4),
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            let mut ini = Ini::new();
+            match ini.read_str(&text, "/etc/cfn/hooks.d/fuzz.conf") {
+                Ok(()) => {
+                    for section in ini.sections().iter().chain(&names) {
+                        for name in &names {
+                            match ini.get(section, name) {
+                                Ok(_) => {}
+                                Err(IniError::Interpolation { .. }) => {}
+                                Err(e) => prop_assert!(false, "get gave {e}"),
+                            }
                         }
                     }
                 }
+                Err(e) => prop_assert!(e.to_string().contains("/etc/cfn/hooks.d/fuzz.conf"), "{}", e),
             }
-            Err(e) => prop_assert!(e.to_string().contains("/etc/cfn/hooks.d/fuzz.conf"), "{}", e),
         }
-    }
 
-    /// A well-formed file gives back its sections (first appearance order, repeated ones
-    /// merged) and every key's last value, lines joined with `\n`, `%%` read as `%`.
-    #[test]
-    fn well_formed_files_round_trip(
-        sections in prop::collection::vec((section_name(), prop::collection::vec((key(), value()), 0..5)), 1..5),
-        separators in prop::collection::vec((any::<bool>(), 0usize..4), 1..8),
-    ) {
-        let text = write(&sections, &separators);
-        let mut ini = Ini::new();
-        ini.read_str(&text, "hooks.conf").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        let mut names: Vec<String> = Vec::new();
-        for (name, _) in &sections {
-            if !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-        prop_assert_eq!(ini.sections(), names, "{}", text);
-        for (name, _) in &sections {
-            // The last value of each key (keys are case-insensitive) across every
-            // appearance of the section.
-            let mut expected: Vec<(String, String)> = Vec::new();
-            for (_, entries) in sections.iter().filter(|(n, _)| n == name) {
-                for (key, lines) in entries {
-                    let key = key.to_lowercase();
-                    expected.retain(|(k, _)| *k != key);
-                    expected.push((key, lines.join("\n")));
+        /// A well-formed file gives back its sections (first appearance order, repeated ones
+        /// merged) and every key's last value, lines joined with `\n`, `%%` read as `%`.
+        #[test]
+        fn well_formed_files_round_trip(
+            sections in prop::collection::vec((section_name(), prop::collection::vec((key(), value()), 0..5)), 1..5),
+            separators in prop::collection::vec((any::<bool>(), 0usize..4), 1..8),
+        ) {
+            let text = write(&sections, &separators);
+            let mut ini = Ini::new();
+            ini.read_str(&text, "hooks.conf").map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            let mut names: Vec<String> = Vec::new();
+            for (name, _) in &sections {
+                if !names.contains(name) {
+                    names.push(name.clone());
                 }
             }
-            for (key, value) in expected {
-                let got = ini.get(name, &key.to_uppercase()).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                prop_assert_eq!(got, Some(value), "[{}] {} in\n{}", name, key, text);
+            prop_assert_eq!(ini.sections(), names, "{}", text);
+            for (name, _) in &sections {
+                // The last value of each key (keys are case-insensitive) across every
+                // appearance of the section.
+                let mut expected: Vec<(String, String)> = Vec::new();
+                for (_, entries) in sections.iter().filter(|(n, _)| n == name) {
+                    for (key, lines) in entries {
+                        let key = key.to_lowercase();
+                        expected.retain(|(k, _)| *k != key);
+                        expected.push((key, lines.join("\n")));
+                    }
+                }
+                for (key, value) in expected {
+                    let got = ini.get(name, &key.to_uppercase()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    prop_assert_eq!(got, Some(value), "[{}] {} in\n{}", name, key, text);
+                }
             }
         }
     }
