@@ -307,7 +307,6 @@ impl Resolver<'_> {
                 let block = self.string(block, &arg(0), "the address block")?;
                 let count = self.whole_number(count, &arg(1))?;
                 let bits = self.whole_number(bits, &arg(2))?;
-                let bits = u32::try_from(bits).unwrap_or(u32::MAX);
                 match cidr::subnets(&block, count, bits) {
                     Ok(subnets) => Ok(Some(Value::Array(subnets.into_iter().map(Value::String).collect()))),
                     Err(message) => fail(at, message),
