@@ -10,6 +10,7 @@
 mod cidr;
 mod error;
 mod inputs;
+mod limits;
 mod location;
 mod parameters;
 mod resolve;
@@ -18,6 +19,7 @@ mod yaml;
 
 pub use error::{Details, Error, ErrorKind, Missing};
 pub use inputs::Inputs;
+pub use limits::{MAX_DEPTH, MAX_RESOLVE_DEPTH};
 pub use location::Position;
 
 use location::Positions;
@@ -27,6 +29,8 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub struct Template {
     name: String,
+    /// The text's length in bytes, which the bounds on resolving are proportional to.
+    length: usize,
     root: Value,
     pub(crate) positions: Positions,
     /// Where the key naming each value is (for a value in a mapping).
@@ -36,21 +40,33 @@ pub struct Template {
 impl Template {
     /// Parses `text`, named `name` in errors (a file's path): JSON when it starts with
     /// `{`, YAML otherwise, as CloudFormation tells them apart.
+    ///
+    /// The value is at most [`MAX_DEPTH`] levels deep either way (serde_json stops JSON
+    /// at 128 levels, the YAML reader counts levels with aliases expanded): resolving,
+    /// cloning, dropping and printing a value recurse, and this keeps their stack bounded.
     pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
         let (root, places) = if text.trim_start().starts_with('{') {
             let root: Value = serde_json::from_str(text).map_err(|e| {
-                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
-                    .at(Some(Position { line: e.line(), column: e.column() }))
+                let position = Some(Position { line: e.line(), column: e.column() });
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    return Error::new(ErrorKind::Limit, name, limits::too_deep("")).at(position);
+                }
+                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}")).at(position)
             })?;
             // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
             // it cannot read (a duplicated key, say) only goes without them.
             (root, yaml::load(text).map(|(_, places)| places).unwrap_or_default())
         } else {
             yaml::load(text).map_err(|e| {
-                Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message)).at(Some(e.position))
+                let (kind, message) = match e.over_limit {
+                    true => (ErrorKind::Limit, e.message),
+                    false => (ErrorKind::Syntax, format!("not YAML: {}", e.message)),
+                };
+                Error::new(kind, name, message).at(Some(e.position))
             })?
         };
-        let template = Template { name: name.to_string(), root, positions: places.values, keys: places.keys };
+        let template =
+            Template { name: name.to_string(), length: text.len(), root, positions: places.values, keys: places.keys };
         template.check_shape()?;
         Ok(template)
     }
@@ -81,6 +97,11 @@ impl Template {
             }
         }
         Ok(())
+    }
+
+    /// The length in bytes of the text the template was parsed from.
+    pub fn length(&self) -> usize {
+        self.length
     }
 
     /// The name the template was parsed with.
