@@ -4,6 +4,7 @@
 //! `Fn::If` takes): the key or list item holding it is left out.
 
 use crate::error::{Error, ErrorKind, Missing};
+use crate::limits::{Budget, MAX_RESOLVE_DEPTH, size};
 use crate::location::{self, child_pointer};
 use crate::parameters::{self, Parameter, scalar_text};
 use crate::sub::{self, Part};
@@ -11,7 +12,7 @@ use crate::{Inputs, Template, cidr};
 use base64::Engine;
 use cfn_python::json::kind;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why an expression cannot be resolved, and the pointer of that expression.
@@ -28,6 +29,11 @@ const MAX_CONDITION_DEPTH: usize = 64;
 
 fn fail<T>(pointer: &str, message: impl Into<String>) -> Resolved<T> {
     Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Template, message: message.into() })
+}
+
+/// Over one of the bounds on resolving: how deep it recurses, how much it makes.
+fn over_limit<T>(pointer: &str, message: String) -> Resolved<T> {
+    Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Limit, message })
 }
 
 fn missing<T>(pointer: &str, what: Missing, message: String) -> Resolved<T> {
@@ -48,6 +54,8 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
         inputs,
         parameters: parameters::resolve(template, inputs).map_err(|e| e.in_resource(resource))?,
         conditions: RefCell::default(),
+        made: Budget::new(template.length()),
+        depth: Cell::new(0),
     };
     let at = child_pointer("/Resources", resource);
     let result = (|| {
@@ -85,6 +93,16 @@ fn enclosing_function<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
     }
 }
 
+/// The pointer of a function's `i`th argument, under the pointer of its arguments.
+fn arg(args: &str, i: usize) -> String {
+    child_pointer(args, &i.to_string())
+}
+
+/// A function's text result.
+fn text(text: String) -> Option<Value> {
+    Some(Value::String(text))
+}
+
 /// `{"Ref": …}` or `{"Fn::Name": …}`: the function's name and its argument.
 fn function_of(value: &Value) -> Option<(&str, &Value)> {
     let object = value.as_object()?;
@@ -101,25 +119,75 @@ struct Resolver<'a> {
     parameters: BTreeMap<String, Parameter>,
     /// Conditions evaluated so far; `None` while one is being evaluated (a cycle).
     conditions: RefCell<HashMap<String, Option<bool>>>,
+    /// What resolving made so far: functions make values (`Fn::Base64`, `Fn::Sub`,
+    /// `Fn::FindInMap`, …) that may be larger than their expressions, and nested in one
+    /// another they would grow exponentially.
+    made: Budget,
+    /// How deep `resolve` and `evaluate` recurse now (see [`MAX_RESOLVE_DEPTH`]).
+    depth: Cell<usize>,
+}
+
+/// One level of the resolver's recursion, given back when dropped.
+struct Level<'a>(&'a Cell<usize>);
+
+impl Drop for Level<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
 }
 
 impl Resolver<'_> {
+    /// One level deeper in `resolve` or `evaluate`, within [`MAX_RESOLVE_DEPTH`].
+    fn descend(&self, at: &str) -> Resolved<Level<'_>> {
+        let depth = self.depth.get();
+        if depth >= MAX_RESOLVE_DEPTH {
+            let message = format!(
+                "expressions, with the conditions they evaluate, are nested more than {MAX_RESOLVE_DEPTH} deep"
+            );
+            return over_limit(at, message);
+        }
+        self.depth.set(depth + 1);
+        Ok(Level(&self.depth))
+    }
+
+    /// Counts `units` made for the expression at `at`, within the limit.
+    fn charge(&self, units: usize, at: &str) -> Resolved<()> {
+        self.made.charge(units, "resolving makes").or_else(|message| over_limit(at, message))
+    }
+
     fn resolve(&self, value: &Value, at: &str) -> Resolved<Option<Value>> {
+        let _level = self.descend(at)?;
         if let Some((name, argument)) = function_of(value) {
-            return self.function(name, argument, at, &child_pointer(at, name));
+            let result = self.function(name, argument, at, &child_pointer(at, name))?;
+            // What a function makes is counted; Fn::If gives a branch resolved (and
+            // counted) already.
+            if name != "Fn::If"
+                && let Some(value) = &result
+            {
+                self.charge(size(value), at)?;
+            }
+            return Ok(result);
         }
         Ok(Some(match value {
             Value::Object(entries) => {
+                self.charge(1, at)?;
                 let mut out = Map::new();
                 for (key, item) in entries {
                     if let Some(item) = self.resolve(item, &child_pointer(at, key))? {
+                        self.charge(key.len() + 1, at)?;
                         out.insert(key.clone(), item);
                     }
                 }
                 Value::Object(out)
             }
-            Value::Array(items) => Value::Array(self.items(items, at)?),
-            other => other.clone(),
+            Value::Array(items) => {
+                self.charge(1, at)?;
+                Value::Array(self.items(items, at)?)
+            }
+            other => {
+                self.charge(size(other), at)?;
+                other.clone()
+            }
         }))
     }
 
@@ -162,113 +230,24 @@ impl Resolver<'_> {
         }
     }
 
+    /// An intrinsic function: each has a method of its own, so that the frame this
+    /// recursion stacks per level stays small (a debug build gives every local of one
+    /// function its own slot).
     fn function(&self, name: &str, argument: &Value, at: &str, args: &str) -> Resolved<Option<Value>> {
-        let arg = |i: usize| child_pointer(args, &i.to_string());
-        let string = |s: String| Ok(Some(Value::String(s)));
         match name {
             "Ref" => match argument {
                 Value::String(target) => self.reference(target, at),
                 _ => fail(args, "Ref takes the name of a parameter, a pseudo parameter or a resource"),
             },
-            "Fn::Sub" => {
-                let (text, variables) = match argument {
-                    Value::String(text) => (text, None),
-                    Value::Array(items) => match items.as_slice() {
-                        [Value::String(text), Value::Object(variables)] => (text, Some(variables)),
-                        _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
-                    },
-                    _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
-                };
-                let mut values = HashMap::new();
-                for (key, value) in variables.into_iter().flatten() {
-                    let pointer = child_pointer(&arg(1), key);
-                    let value = match self.value(value, &pointer)? {
-                        Value::String(s) => s,
-                        Value::Number(n) => n.to_string(),
-                        other => return fail(&pointer, format!("the variable {key} is {}", kind(&other))),
-                    };
-                    values.insert(key.as_str(), value);
-                }
-                let mut out = String::new();
-                for part in sub::parts(text) {
-                    match part {
-                        Part::Text(text) => out.push_str(text),
-                        Part::Variable(variable) => match values.get(variable) {
-                            Some(value) => out.push_str(value),
-                            None => out.push_str(&self.sub_variable(variable, at)?),
-                        },
-                    }
-                }
-                string(out)
-            }
-            "Fn::Join" => {
-                let [delimiter, items] = self.arguments(argument, args, name)?;
-                let Value::String(delimiter) = delimiter else {
-                    return fail(&arg(0), "the delimiter must be a string");
-                };
-                let items = self.list(items, &arg(1), "Fn::Join's second argument")?;
-                let mut texts = Vec::with_capacity(items.len());
-                for item in &items {
-                    match item {
-                        Value::String(s) => texts.push(s.as_str()),
-                        other => return fail(&arg(1), format!("Fn::Join joins strings, not {}", kind(other))),
-                    }
-                }
-                string(texts.join(delimiter))
-            }
-            "Fn::Select" => {
-                let [index, items] = self.arguments(argument, args, name)?;
-                let index = match self.value(index, &arg(0))? {
-                    Value::Number(n) => n.as_u64(),
-                    Value::String(s) => s.parse::<u64>().ok(),
-                    _ => None,
-                };
-                let Some(index) = index else { return fail(&arg(0), "the index must be a whole number") };
-                let items = self.list(items, &arg(1), "Fn::Select's second argument")?;
-                match usize::try_from(index).ok().and_then(|i| items.get(i)) {
-                    Some(item) => Ok(Some(item.clone())),
-                    None => fail(at, format!("index {index} is out of the list's {} items", items.len())),
-                }
-            }
-            "Fn::Split" => {
-                let [delimiter, source] = self.arguments(argument, args, name)?;
-                let Value::String(delimiter) = delimiter else {
-                    return fail(&arg(0), "the delimiter must be a string");
-                };
-                if delimiter.is_empty() {
-                    return fail(&arg(0), "the delimiter must not be empty");
-                }
-                let source = self.string(source, &arg(1), "the string to split")?;
-                Ok(Some(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect())))
-            }
-            "Fn::If" => {
-                let [condition, when_true, when_false] = self.arguments(argument, args, name)?;
-                let Value::String(condition) = condition else { return fail(&arg(0), "the condition must be a name") };
-                if self.condition(condition, &arg(0))? {
-                    self.resolve(when_true, &arg(1))
-                } else {
-                    self.resolve(when_false, &arg(2))
-                }
-            }
-            "Fn::FindInMap" => {
-                let [map, top, second] = self.arguments(argument, args, name)?;
-                let map = self.string(map, &arg(0), "the map's name")?;
-                let top = self.string(top, &arg(1), "the top-level key")?;
-                let second = self.string(second, &arg(2), "the second-level key")?;
-                let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
-                    return fail(at, format!("there is no mapping named {map}"));
-                };
-                let Some(entry) = entries.get(&top) else {
-                    return fail(at, format!("the mapping {map} has no key {top}"));
-                };
-                match entry.get(&second) {
-                    Some(value) => Ok(Some(value.clone())),
-                    None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
-                }
-            }
+            "Fn::Sub" => self.sub(argument, at, args).map(text),
+            "Fn::Join" => self.join(argument, args).map(text),
+            "Fn::Select" => self.select(argument, at, args).map(Some),
+            "Fn::Split" => self.split(argument, args).map(Some),
+            "Fn::If" => self.if_(argument, args),
+            "Fn::FindInMap" => self.find_in_map(argument, at, args).map(Some),
             "Fn::Base64" => {
                 let text = self.string(argument, args, "Fn::Base64's argument")?;
-                string(base64::engine::general_purpose::STANDARD.encode(text))
+                Ok(Some(Value::String(base64::engine::general_purpose::STANDARD.encode(text))))
             }
             "Fn::GetAZs" => {
                 let region = self.string(argument, args, "Fn::GetAZs's argument")?;
@@ -279,43 +258,153 @@ impl Resolver<'_> {
             "Fn::ImportValue" => {
                 let export = self.string(argument, args, "the export's name")?;
                 match self.inputs.exports.get(&export) {
-                    Some(value) => string(value.clone()),
+                    Some(value) => Ok(text(value.clone())),
                     None => {
                         missing(at, Missing::Export(export.clone()), format!("no value given for the export {export}"))
                     }
                 }
             }
-            "Fn::GetAtt" => {
-                let (resource, attribute) = match argument {
-                    // The long form's string, as the short form writes it.
-                    Value::String(text) => match text.split_once('.') {
-                        Some((resource, attribute)) => (resource.to_string(), attribute.to_string()),
-                        None => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
-                    },
-                    Value::Array(items) if items.len() == 2 => {
-                        let Value::String(resource) = &items[0] else {
-                            return fail(&arg(0), "the resource must be a logical id");
-                        };
-                        (resource.clone(), self.string(&items[1], &arg(1), "the attribute's name")?)
-                    }
-                    _ => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
-                };
-                string(self.attribute(&resource, &attribute, at)?)
-            }
-            "Fn::Cidr" => {
-                let [block, count, bits] = self.arguments(argument, args, name)?;
-                let block = self.string(block, &arg(0), "the address block")?;
-                let count = self.whole_number(count, &arg(1))?;
-                let bits = self.whole_number(bits, &arg(2))?;
-                match cidr::subnets(&block, count, bits) {
-                    Ok(subnets) => Ok(Some(Value::Array(subnets.into_iter().map(Value::String).collect()))),
-                    Err(message) => fail(at, message),
-                }
-            }
+            "Fn::GetAtt" => self.get_att(argument, at, args).map(text),
+            "Fn::Cidr" => self.cidr(argument, at, args).map(Some),
             "Fn::Equals" | "Fn::And" | "Fn::Or" | "Fn::Not" => {
                 fail(at, format!("{name} is a condition function: it belongs in Conditions or in Fn::If's condition"))
             }
             _ => fail(at, format!("{name} is not supported")),
+        }
+    }
+
+    fn sub(&self, argument: &Value, at: &str, args: &str) -> Resolved<String> {
+        let (text, variables) = match argument {
+            Value::String(text) => (text, None),
+            Value::Array(items) => match items.as_slice() {
+                [Value::String(text), Value::Object(variables)] => (text, Some(variables)),
+                _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+            },
+            _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+        };
+        let mut values = HashMap::new();
+        for (key, value) in variables.into_iter().flatten() {
+            let pointer = child_pointer(&arg(args, 1), key);
+            let value = match self.value(value, &pointer)? {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                other => return fail(&pointer, format!("the variable {key} is {}", kind(&other))),
+            };
+            values.insert(key.as_str(), value);
+        }
+        let mut out = String::new();
+        for part in sub::parts(text) {
+            let piece = match part {
+                Part::Text(text) => text,
+                Part::Variable(variable) => match values.get(variable) {
+                    Some(value) => value,
+                    None => &self.sub_variable(variable, at)?,
+                },
+            };
+            // A variable may be used again and again: its copies are counted before
+            // they are made.
+            self.made.fits(out.len() + piece.len(), "resolving makes").or_else(|m| over_limit(at, m))?;
+            out.push_str(piece);
+        }
+        Ok(out)
+    }
+
+    fn join(&self, argument: &Value, args: &str) -> Resolved<String> {
+        let [delimiter, items] = self.arguments(argument, args, "Fn::Join")?;
+        let Value::String(delimiter) = delimiter else {
+            return fail(&arg(args, 0), "the delimiter must be a string");
+        };
+        let items = self.list(items, &arg(args, 1), "Fn::Join's second argument")?;
+        let mut texts = Vec::with_capacity(items.len());
+        for item in &items {
+            match item {
+                Value::String(s) => texts.push(s.as_str()),
+                other => return fail(&arg(args, 1), format!("Fn::Join joins strings, not {}", kind(other))),
+            }
+        }
+        Ok(texts.join(delimiter))
+    }
+
+    fn select(&self, argument: &Value, at: &str, args: &str) -> Resolved<Value> {
+        let [index, items] = self.arguments(argument, args, "Fn::Select")?;
+        let index = match self.value(index, &arg(args, 0))? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse::<u64>().ok(),
+            _ => None,
+        };
+        let Some(index) = index else { return fail(&arg(args, 0), "the index must be a whole number") };
+        let mut items = self.list(items, &arg(args, 1), "Fn::Select's second argument")?;
+        match usize::try_from(index).ok().filter(|i| *i < items.len()) {
+            Some(i) => Ok(items.swap_remove(i)),
+            None => fail(at, format!("index {index} is out of the list's {} items", items.len())),
+        }
+    }
+
+    fn split(&self, argument: &Value, args: &str) -> Resolved<Value> {
+        let [delimiter, source] = self.arguments(argument, args, "Fn::Split")?;
+        let Value::String(delimiter) = delimiter else {
+            return fail(&arg(args, 0), "the delimiter must be a string");
+        };
+        if delimiter.is_empty() {
+            return fail(&arg(args, 0), "the delimiter must not be empty");
+        }
+        let source = self.string(source, &arg(args, 1), "the string to split")?;
+        Ok(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect()))
+    }
+
+    fn if_(&self, argument: &Value, args: &str) -> Resolved<Option<Value>> {
+        let [condition, when_true, when_false] = self.arguments(argument, args, "Fn::If")?;
+        let Value::String(condition) = condition else { return fail(&arg(args, 0), "the condition must be a name") };
+        if self.condition(condition, &arg(args, 0))? {
+            self.resolve(when_true, &arg(args, 1))
+        } else {
+            self.resolve(when_false, &arg(args, 2))
+        }
+    }
+
+    fn find_in_map(&self, argument: &Value, at: &str, args: &str) -> Resolved<Value> {
+        let [map, top, second] = self.arguments(argument, args, "Fn::FindInMap")?;
+        let map = self.string(map, &arg(args, 0), "the map's name")?;
+        let top = self.string(top, &arg(args, 1), "the top-level key")?;
+        let second = self.string(second, &arg(args, 2), "the second-level key")?;
+        let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
+            return fail(at, format!("there is no mapping named {map}"));
+        };
+        let Some(entry) = entries.get(&top) else {
+            return fail(at, format!("the mapping {map} has no key {top}"));
+        };
+        match entry.get(&second) {
+            Some(value) => Ok(value.clone()),
+            None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
+        }
+    }
+
+    fn get_att(&self, argument: &Value, at: &str, args: &str) -> Resolved<String> {
+        let (resource, attribute) = match argument {
+            // The long form's string, as the short form writes it.
+            Value::String(text) => match text.split_once('.') {
+                Some((resource, attribute)) => (resource.to_string(), attribute.to_string()),
+                None => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+            },
+            Value::Array(items) if items.len() == 2 => {
+                let Value::String(resource) = &items[0] else {
+                    return fail(&arg(args, 0), "the resource must be a logical id");
+                };
+                (resource.clone(), self.string(&items[1], &arg(args, 1), "the attribute's name")?)
+            }
+            _ => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+        };
+        self.attribute(&resource, &attribute, at)
+    }
+
+    fn cidr(&self, argument: &Value, at: &str, args: &str) -> Resolved<Value> {
+        let [block, count, bits] = self.arguments(argument, args, "Fn::Cidr")?;
+        let block = self.string(block, &arg(args, 0), "the address block")?;
+        let count = self.whole_number(count, &arg(args, 1))?;
+        let bits = self.whole_number(bits, &arg(args, 2))?;
+        match cidr::subnets(&block, count, bits) {
+            Ok(subnets) => Ok(Value::Array(subnets.into_iter().map(Value::String).collect())),
+            Err(message) => fail(at, message),
         }
     }
 
@@ -418,11 +507,12 @@ impl Resolver<'_> {
 
     /// A condition function: Fn::Equals, Fn::And, Fn::Or, Fn::Not, Condition.
     fn evaluate(&self, value: &Value, at: &str) -> Resolved<bool> {
+        let _level = self.descend(at)?;
         let Some((name, argument)) = value.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
             return fail(at, "a condition is one of Fn::Equals, Fn::And, Fn::Or, Fn::Not or Condition");
         };
         let args = child_pointer(at, name);
-        let arg = |i: usize| child_pointer(&args, &i.to_string());
+        let arg = |i: usize| arg(&args, i);
         match name.as_str() {
             "Condition" => match argument {
                 Value::String(other) => self.condition(other, &args),
