@@ -51,6 +51,8 @@ const TARGETS: &[Target] = &[
     Target { name: "credential-file", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "credential_file::" },
     Target { name: "archives", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "archives::" },
     Target { name: "validation", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "validation::" },
+    Target { name: "template-aliases", package: "cfn-template", binary: &["--test", "fuzz"], filter: "aliases::" },
+    Target { name: "template-nesting", package: "cfn-template", binary: &["--test", "fuzz"], filter: "nesting::" },
 ];
 
 /// Cases per property in a target's first run.

@@ -19,7 +19,7 @@ mod yaml;
 
 pub use error::{Details, Error, ErrorKind, Missing};
 pub use inputs::Inputs;
-pub use limits::{MAX_DEPTH, MAX_RESOLVE_DEPTH};
+pub use limits::{BUDGET_MAX, BUDGET_MIN, BUDGET_PER_BYTE, MAX_DEPTH, MAX_RESOLVE_DEPTH};
 pub use location::Position;
 
 use location::Positions;

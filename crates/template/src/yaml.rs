@@ -100,10 +100,13 @@ pub fn load(text: &str) -> Result<(Value, Places), LoadError> {
         copies: Budget::new(text.len()),
     };
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| LoadError {
-            position: Position { line: e.marker().line(), column: e.marker().col() + 1 },
-            message: e.info().to_string(),
-            over_limit: false,
+        let (event, span) = event.map_err(|e| {
+            let position = Position { line: e.marker().line(), column: e.marker().col() + 1 };
+            // The scanner's own bound, 255 flow levels, may come before ours: it reads ahead.
+            match e.info() {
+                "recursion limit exceeded" => LoadError { position, message: too_deep(""), over_limit: true },
+                info => LoadError { position, message: info.to_string(), over_limit: false },
+            }
         })?;
         if let Some(done) = builder.event(event, span)? {
             return Ok((done, Places { values: builder.positions, keys: builder.keys }));
