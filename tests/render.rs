@@ -506,16 +506,18 @@ fn deep_json_nested_functions_and_growing_functions_stop_at_their_limits() {
         .code(1)
         .stderr_has("/Resources/R/Metadata/m/Fn::Sub/1/v/Fn::Sub/1/v/")
         .stderr_has("resolving makes more than 1048576 values and characters");
-    // Conditions that each hold 60 levels and name the next: the resolver's own depth.
+    // 63 conditions that each hold 122 levels of Fn::Not and name the next: each within
+    // the depth a value may have, together 3843 levels of recursion, which overflowed the
+    // stack. The resolver counts its own depth across conditions.
     let mut conditions = Vec::new();
-    for c in 0..10 {
+    for c in 0..63 {
         let mut condition = format!("{{\"Condition\": \"C{}\"}}", c + 1);
-        for _ in 0..30 {
+        for _ in 0..61 {
             condition = format!("{{\"Fn::Not\": [{condition}]}}");
         }
         conditions.push(format!("\"C{c}\": {condition}"));
     }
-    conditions.push("\"C10\": {\"Fn::Equals\": [\"a\", \"a\"]}".into());
+    conditions.push("\"C63\": {\"Fn::Equals\": [\"a\", \"a\"]}".into());
     std::fs::write(
         &file,
         format!(
