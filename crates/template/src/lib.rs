@@ -32,9 +32,8 @@ pub struct Template {
     /// The text's length in bytes, which the bounds on resolving are proportional to.
     length: usize,
     root: Value,
+    /// Where each value is, and where the key naming it is (for a value in a mapping).
     pub(crate) positions: Positions,
-    /// Where the key naming each value is (for a value in a mapping).
-    keys: Positions,
 }
 
 impl Template {
@@ -45,7 +44,7 @@ impl Template {
     /// at 128 levels, the YAML reader counts levels with aliases expanded): resolving,
     /// cloning, dropping and printing a value recurse, and this keeps their stack bounded.
     pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
-        let (root, places) = if text.trim_start().starts_with('{') {
+        let (root, positions) = if text.trim_start().starts_with('{') {
             let root: Value = serde_json::from_str(text).map_err(|e| {
                 let position = Some(Position { line: e.line(), column: e.column() });
                 if e.to_string().starts_with("recursion limit exceeded") {
@@ -55,7 +54,7 @@ impl Template {
             })?;
             // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
             // it cannot read (a duplicated key, say) only goes without them.
-            (root, yaml::load(text).map(|(_, places)| places).unwrap_or_default())
+            (root, yaml::load(text).map(|(_, positions)| positions).unwrap_or_default())
         } else {
             yaml::load(text).map_err(|e| {
                 let (kind, message) = match e.over_limit {
@@ -65,8 +64,7 @@ impl Template {
                 Error::new(kind, name, message).at(Some(e.position))
             })?
         };
-        let template =
-            Template { name: name.to_string(), length: text.len(), root, positions: places.values, keys: places.keys };
+        let template = Template { name: name.to_string(), length: text.len(), root, positions };
         template.check_shape()?;
         Ok(template)
     }
@@ -74,7 +72,7 @@ impl Template {
     fn check_shape(&self) -> Result<(), Error> {
         let error = |pointer: &str, message: &str| {
             Error::new(ErrorKind::Template, &self.name, message)
-                .at(location::nearest(&self.positions, pointer))
+                .at(self.positions.nearest(pointer))
                 .with_pointer(Some(pointer.to_string()).filter(|p| !p.is_empty()))
         };
         if !self.root.is_object() {
@@ -116,13 +114,13 @@ impl Template {
 
     /// The line and column of the value at `pointer` (or of the nearest value holding it).
     pub fn position(&self, pointer: &str) -> Option<Position> {
-        location::nearest(&self.positions, pointer)
+        self.positions.nearest(pointer)
     }
 
     /// The line and column of the key naming the value at `pointer`, when it is in a
     /// mapping (otherwise as [`Template::position`]).
     pub fn key_position(&self, pointer: &str) -> Option<Position> {
-        self.keys.get(pointer).copied().or_else(|| self.position(pointer))
+        self.positions.key(pointer).or_else(|| self.position(pointer))
     }
 
     fn resources(&self) -> impl Iterator<Item = (&String, &Value)> {

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, ErrorKind, Missing};
 use crate::limits::{Budget, MAX_RESOLVE_DEPTH, size};
-use crate::location::{self, child_pointer};
+use crate::location::child_pointer;
 use crate::parameters::{self, Parameter, scalar_text};
 use crate::sub::{self, Part};
 use crate::{Inputs, Template, cidr};
@@ -75,7 +75,7 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
     })();
     result.map_err(|f| {
         Error::new(f.kind, template.name(), f.message)
-            .at(location::nearest(&template.positions, &f.pointer))
+            .at(template.positions.nearest(&f.pointer))
             .in_resource(resource)
             .with_expression(enclosing_function(template.value(), &f.pointer).map(Value::to_string))
             .with_pointer(Some(f.pointer))

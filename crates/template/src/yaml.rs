@@ -8,7 +8,7 @@
 //! tagged scalar stays a string.
 
 use crate::limits::{Budget, MAX_DEPTH, too_deep};
-use crate::location::{Position, Positions, child_pointer};
+use crate::location::{Node, Position, Positions};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -64,7 +64,11 @@ impl Open {
 /// Where a node starts, under which pointer, and the function its tag names; and the
 /// size and height of what it holds so far.
 struct NodeStart {
-    pointer: String,
+    /// The node's place in the positions' tree, and its children's (a tagged node's
+    /// value sits under its function's key: `!Sub [a, b]` at P is `{"Fn::Sub": [a, b]}`,
+    /// its `a` at P/Fn::Sub/0).
+    place: Node,
+    children: Node,
     function: Option<&'static str>,
     anchor: usize,
     position: Position,
@@ -83,20 +87,12 @@ struct Anchored {
     height: usize,
 }
 
-/// Where a document's values are, and where the keys that name them are.
-#[derive(Debug, Clone, Default)]
-pub struct Places {
-    pub values: Positions,
-    pub keys: Positions,
-}
-
 /// Reads the first YAML document of `text`.
-pub fn load(text: &str) -> Result<(Value, Places), LoadError> {
+pub fn load(text: &str) -> Result<(Value, Positions), LoadError> {
     let mut builder = Builder {
         open: Vec::new(),
         anchors: HashMap::new(),
-        positions: Positions::new(),
-        keys: Positions::new(),
+        positions: Positions::default(),
         copies: Budget::new(text.len()),
     };
     for event in Parser::new_from_str(text) {
@@ -109,7 +105,7 @@ pub fn load(text: &str) -> Result<(Value, Places), LoadError> {
             }
         })?;
         if let Some(done) = builder.event(event, span)? {
-            return Ok((done, Places { values: builder.positions, keys: builder.keys }));
+            return Ok((done, builder.positions));
         }
     }
     let position = Position { line: 1, column: 1 };
@@ -119,8 +115,8 @@ pub fn load(text: &str) -> Result<(Value, Places), LoadError> {
 struct Builder {
     open: Vec<Open>,
     anchors: HashMap<usize, Anchored>,
+    /// Where each value is, and the key naming it.
     positions: Positions,
-    keys: Positions,
     /// What anchors and aliases copied so far, in [`crate::limits::size`] units.
     copies: Budget,
 }
@@ -141,11 +137,11 @@ impl Builder {
                     }
                     node.size += text.len() + 1;
                     *key = Some(text.into_owned());
-                    let pointer = self.next_pointer();
-                    self.keys.insert(pointer, position);
+                    let place = self.next_place();
+                    self.positions.set_key(place, position);
                     return Ok(None);
                 }
-                let pointer = self.next_pointer();
+                let place = self.next_place();
                 let value = match tag.as_deref() {
                     Some(tag) => tagged_scalar(tag, &text).map_err(at)?,
                     None if style == ScalarStyle::Plain => plain_scalar(&text),
@@ -155,12 +151,13 @@ impl Builder {
                 if level + height > MAX_DEPTH {
                     return Err(over(too_deep("")));
                 }
-                self.positions.insert(pointer.clone(), position);
+                self.positions.set_value(place, position);
                 // A tagged scalar (`!Ref Name`) is a function: its argument starts here too.
                 if let Value::Object(m) = &value
                     && let Some(key) = m.keys().next()
                 {
-                    self.positions.insert(child_pointer(&pointer, key), position);
+                    let argument = self.positions.child(place, key);
+                    self.positions.set_value(argument, position);
                 }
                 self.finish(value, anchor, size, height).map_err(over)
             }
@@ -177,8 +174,14 @@ impl Builder {
                 if level + own > MAX_DEPTH {
                     return Err(over(too_deep("")));
                 }
+                let place = self.next_place();
+                let children = match function {
+                    Some(function) => self.positions.child(place, function),
+                    None => place,
+                };
                 let node = NodeStart {
-                    pointer: self.next_pointer(),
+                    place,
+                    children,
                     function,
                     anchor,
                     position,
@@ -199,12 +202,10 @@ impl Builder {
                     Some(Open::Mapping { entries, node, .. }) => (Value::Object(entries), node),
                     None => return Err(at("unbalanced end of a collection".into())),
                 };
-                self.positions.insert(node.pointer.clone(), node.position);
+                self.positions.set_value(node.place, node.position);
+                self.positions.set_value(node.children, node.position);
                 let value = match node.function {
-                    Some(function) => {
-                        self.positions.insert(child_pointer(&node.pointer, function), node.position);
-                        long_form(function, value)
-                    }
+                    Some(function) => long_form(function, value),
                     None => value,
                 };
                 let height = node.height + 1 + usize::from(node.function.is_some());
@@ -234,8 +235,8 @@ impl Builder {
                     *key = Some(text);
                     return Ok(None);
                 }
-                let pointer = self.next_pointer();
-                self.positions.insert(pointer, position);
+                let place = self.next_place();
+                self.positions.set_value(place, position);
                 self.finish(value, 0, size, height).map_err(over)
             }
             Event::StreamEnd => Err(at("the document is empty".into())),
@@ -248,13 +249,15 @@ impl Builder {
         self.copies.charge(size, "anchors and aliases copy")
     }
 
-    /// The pointer of the node that starts now: its parent's, and its key or index.
-    fn next_pointer(&self) -> String {
-        match self.open.last() {
-            None => String::new(),
-            Some(Open::Sequence { items, node }) => child_pointer(&base(node), &items.len().to_string()),
-            Some(Open::Mapping { key, node, .. }) => child_pointer(&base(node), key.as_deref().unwrap_or("")),
-        }
+    /// The place of the node that starts now: its parent's children's, and its key or
+    /// index.
+    fn next_place(&mut self) -> Node {
+        let (parent, segment) = match self.open.last() {
+            None => return Positions::ROOT,
+            Some(Open::Sequence { items, node }) => (node.children, items.len().to_string()),
+            Some(Open::Mapping { key, node, .. }) => (node.children, key.clone().unwrap_or_default()),
+        };
+        self.positions.child(parent, &segment)
     }
 
     /// Puts a complete value of `size` and `height` into its parent, or gives it back
@@ -293,15 +296,6 @@ fn measure_scalar(value: &Value) -> (usize, usize) {
             other => (size + key.len() + 1 + 1 + other.as_str().map_or(0, str::len), height),
         }),
         _ => (1, 0),
-    }
-}
-
-/// The pointer a node's children hang from: a tagged node's value sits under its
-/// function's key (`!Sub [a, b]` at P is `{"Fn::Sub": [a, b]}`, its `a` at P/Fn::Sub/0).
-fn base(node: &NodeStart) -> String {
-    match node.function {
-        Some(function) => child_pointer(&node.pointer, function),
-        None => node.pointer.clone(),
     }
 }
 
@@ -457,18 +451,19 @@ mod tests {
 
     #[test]
     fn positions_are_recorded_by_pointer_also_inside_short_forms() {
-        let (_, Places { values: positions, .. }) =
+        let (_, positions) =
             load("Resources:\n  A:\n    Metadata:\n      x: !Sub\n        - '${y}'\n        - y: !Ref P\n").unwrap();
-        assert_eq!(positions["/Resources/A/Metadata/x"], Position { line: 4, column: 10 });
-        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y"], Position { line: 6, column: 14 });
-        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y/Ref"], Position { line: 6, column: 14 });
+        let at = |line, column| Some(Position { line, column });
+        assert_eq!(positions.value("/Resources/A/Metadata/x"), at(4, 10));
+        assert_eq!(positions.value("/Resources/A/Metadata/x/Fn::Sub/1/y"), at(6, 14));
+        assert_eq!(positions.value("/Resources/A/Metadata/x/Fn::Sub/1/y/Ref"), at(6, 14));
     }
 
     #[test]
     fn keys_with_slashes_are_escaped_in_pointers() {
-        let (_, places) = load("files:\n  /etc/a~b: 1\n").unwrap();
-        assert_eq!(places.values["/files/~1etc~1a~0b"], Position { line: 2, column: 13 });
-        assert_eq!(places.keys["/files/~1etc~1a~0b"], Position { line: 2, column: 3 });
+        let (_, positions) = load("files:\n  /etc/a~b: 1\n").unwrap();
+        assert_eq!(positions.value("/files/~1etc~1a~0b"), Some(Position { line: 2, column: 13 }));
+        assert_eq!(positions.key("/files/~1etc~1a~0b"), Some(Position { line: 2, column: 3 }));
     }
 
     #[test]
