@@ -555,3 +555,20 @@ fn cidr_follows_cloudformations_argument_rules() {
     cidr("['10.0.0.0/24', 1, 9]").code(1).stderr_has("9 subnet bits are more than the 8 host bits of 10.0.0.0/24");
     cidr("['10.0.0.0/30', 3, 1]").code(1).stderr_has("10.0.0.0/30 holds only 2 subnets of /31, not 3");
 }
+
+#[test]
+fn long_keys_nested_deep_keep_positions_in_proportion_to_the_template() {
+    // Where each value is was kept by whole JSON pointer: 110 keys of 1000 characters
+    // around 5000 numbers made 5000 pointers of 110 kB each, half a gigabyte for a
+    // 120 kB template. Positions are a tree of keys now, each key held once.
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("keys.yaml");
+    let mut value = format!("[{}]", vec!["7"; 5000].join(","));
+    for level in 0..110 {
+        value = format!("{{k{level}{}: {value}}}", "x".repeat(1000));
+    }
+    std::fs::write(&file, format!("Resources:\n  R:\n    Type: T\n    Metadata:\n      deep: {value}\n")).unwrap();
+    let rendered = render_bounded(&sandbox, &["-t", file.to_str().unwrap(), "-r", "R"]);
+    rendered.code(0).stderr_is("");
+    assert_eq!(rendered.stdout.matches(" 7").count(), 5000, "{}", &rendered.stdout[..200]);
+}
