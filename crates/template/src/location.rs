@@ -94,9 +94,50 @@ impl Positions {
     }
 }
 
-/// `parent`'s child named `key`, with `~` and `/` escaped as RFC 6901 says.
-pub fn child_pointer(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
+/// Where an expression is: a chain of keys and indices from the template's root, made
+/// into a JSON pointer only when an error names it (a pointer built for every value as
+/// the resolver descends would cost its depth times its keys' length, again and again).
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    parent: Option<&'a At<'a>>,
+    segment: Segment<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Segment<'a> {
+    Root,
+    Key(&'a str),
+    Index(usize),
+}
+
+impl<'a> At<'a> {
+    /// The template's root, the pointer "".
+    pub const ROOT: At<'static> = At { parent: None, segment: Segment::Root };
+
+    /// The value under `key` of the mapping here.
+    pub fn key(&'a self, key: &'a str) -> At<'a> {
+        At { parent: Some(self), segment: Segment::Key(key) }
+    }
+
+    /// The item `index` of the list here.
+    pub fn index(&'a self, index: usize) -> At<'a> {
+        At { parent: Some(self), segment: Segment::Index(index) }
+    }
+
+    /// The JSON pointer (RFC 6901).
+    pub fn pointer(&self) -> String {
+        let mut segments = Vec::new();
+        let mut at = Some(self);
+        while let Some(here) = at {
+            match here.segment {
+                Segment::Root => {}
+                Segment::Key(key) => segments.push(key.replace('~', "~0").replace('/', "~1")),
+                Segment::Index(index) => segments.push(index.to_string()),
+            }
+            at = here.parent;
+        }
+        segments.iter().rev().map(|segment| format!("/{segment}")).collect()
+    }
 }
 
 #[cfg(test)]
@@ -121,5 +162,13 @@ mod tests {
         assert_eq!(positions.nearest("/other"), Some(at(1)));
         assert_eq!(positions.value(""), Some(at(1)));
         assert_eq!(positions.key("/files"), None);
+    }
+
+    #[test]
+    fn a_place_is_made_into_a_json_pointer() {
+        let files = At::ROOT.key("files");
+        let file = files.key("/etc/a~b");
+        assert_eq!(file.index(3).pointer(), "/files/~1etc~1a~0b/3");
+        assert_eq!(At::ROOT.pointer(), "");
     }
 }
