@@ -98,7 +98,7 @@ impl Template {
     }
 
     /// The length in bytes of the text the template was parsed from.
-    pub fn length(&self) -> usize {
+    pub(crate) fn length(&self) -> usize {
         self.length
     }
 

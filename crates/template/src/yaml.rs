@@ -186,7 +186,7 @@ impl Builder {
                     anchor,
                     position,
                     level: level + own,
-                    size: own + function.map_or(0, str::len),
+                    size: own + function.map_or(0, |f| f.len() + 1),
                     height: 0,
                 };
                 self.open.push(if is_sequence {
