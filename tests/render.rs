@@ -434,3 +434,141 @@ fn the_template_can_come_from_standard_input() {
         .code(0)
         .stdout_is("{\n    \"r\": \"us-east-1\"\n}\n");
 }
+
+/// `render ARGS` with the address space bounded to 256 MiB (prlimit), so that a template
+/// that made render allocate gigabytes fails here instead of loading the machine.
+fn render_bounded(sandbox: &Sandbox, args: &[&str]) -> Run {
+    sandbox.cmd_via("prlimit", "cfn-bootstrap").arg("--as=268435456").arg(binary()).arg("render").args(args).run()
+}
+
+/// A template of tests/templates/limits, as an argument.
+fn limits_template(name: &str) -> String {
+    templates().join("limits").join(name).display().to_string()
+}
+
+#[test]
+fn a_yaml_alias_bomb_exits_1_at_the_copy_limit_within_bounded_memory() {
+    // Issue 22 point 2: 644 bytes whose aliases expand to 10^9 strings grew render to
+    // 3.9 GB and an allocation abort (exit 134). The copies stop at the first alias of
+    // the anchor `f` (line 11), where they would pass 2^20 values and characters.
+    let sandbox = Sandbox::new();
+    let file = limits_template("alias_bomb.yaml");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 644);
+    render_bounded(&sandbox, &["-t", &file, "-r", "R"]).code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap render: {file}:11:14: anchors and aliases copy more than 1048576 values and characters \
+         (the limit for a 644-byte template: 16 per byte, at least 1048576, at most 4194304)\n"
+    ));
+}
+
+#[test]
+fn chained_aliases_exit_1_at_the_depth_limit_without_overflowing_the_stack() {
+    // Issue 22 point 3: forty anchors, each 120 levels around an alias to the previous,
+    // overflowed the stack (exit 134). Depth is counted with the alias expanded: the
+    // first alias (line 7) already takes the value past 128 levels.
+    let sandbox = Sandbox::new();
+    let file = limits_template("chained_aliases.yaml");
+    render_bounded(&sandbox, &["-t", &file, "-r", "R"]).code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap render: {file}:7:135: values are nested more than 128 deep with this alias expanded \
+         (each collection and short-form tag is a level)\n"
+    ));
+}
+
+#[test]
+fn deep_json_nested_functions_and_growing_functions_stop_at_their_limits() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("t.json");
+    let path = file.to_str().unwrap();
+    let with_metadata =
+        |metadata: &str| format!("{{\"Resources\": {{\"R\": {{\"Type\": \"T\", \"Metadata\": {metadata}}}}}}}");
+    // JSON 300 levels deep: serde_json's bound, reported as the template's limit.
+    std::fs::write(&file, with_metadata(&format!("{}{}", "[".repeat(300), "]".repeat(300)))).unwrap();
+    render_bounded(&sandbox, &["-t", path, "-r", "R"])
+        .code(1)
+        .stderr_has(&format!("cfn-bootstrap render: {path}:1:"))
+        .stderr_has(": values are nested more than 128 deep (each collection and short-form tag is a level)\n");
+    // Fn::Base64 nested 120 deep grows by a third at every level: 10^15 bytes unbounded.
+    let mut base64 = "\"x\"".to_string();
+    for _ in 0..120 {
+        base64 = format!("{{\"Fn::Base64\": {base64}}}");
+    }
+    std::fs::write(&file, with_metadata(&format!("{{\"m\": {base64}}}"))).unwrap();
+    render_bounded(&sandbox, &["-t", path, "-r", "R"])
+        .code(1)
+        .stdout_is("")
+        .stderr_has("resolving makes more than 1048576 values and characters (the limit for a ");
+    // Fn::Sub using its variable twice, nested 40 deep: 2^40 characters unbounded.
+    let mut sub = "\"x\"".to_string();
+    for _ in 0..40 {
+        sub = format!("{{\"Fn::Sub\": [\"${{v}}${{v}}\", {{\"v\": {sub}}}]}}");
+    }
+    std::fs::write(&file, with_metadata(&format!("{{\"m\": {sub}}}"))).unwrap();
+    render_bounded(&sandbox, &["-t", path, "-r", "R"])
+        .code(1)
+        .stderr_has("/Resources/R/Metadata/m/Fn::Sub/1/v/Fn::Sub/1/v/")
+        .stderr_has("resolving makes more than 1048576 values and characters");
+    // 63 conditions that each hold 122 levels of Fn::Not and name the next: each within
+    // the depth a value may have, together 3843 levels of recursion, which overflowed the
+    // stack. The resolver counts its own depth across conditions.
+    let mut conditions = Vec::new();
+    for c in 0..63 {
+        let mut condition = format!("{{\"Condition\": \"C{}\"}}", c + 1);
+        for _ in 0..61 {
+            condition = format!("{{\"Fn::Not\": [{condition}]}}");
+        }
+        conditions.push(format!("\"C{c}\": {condition}"));
+    }
+    conditions.push("\"C63\": {\"Fn::Equals\": [\"a\", \"a\"]}".into());
+    std::fs::write(
+        &file,
+        format!(
+            "{{\"Conditions\": {{{}}}, \"Resources\": {{\"R\": {{\"Type\": \"T\", \"Metadata\": {{\"m\": \
+             {{\"Fn::If\": [\"C0\", \"yes\", \"no\"]}}}}}}}}}}",
+            conditions.join(", ")
+        ),
+    )
+    .unwrap();
+    render_bounded(&sandbox, &["-t", path, "-r", "R"])
+        .code(1)
+        .stderr_has("expressions, with the conditions they evaluate, are nested more than 256 deep");
+}
+
+#[test]
+fn cidr_follows_cloudformations_argument_rules() {
+    // Issue 22 point 7: `!Cidr ['::/0', 1, 128]` overflowed a shift (a panic in a debug
+    // build). By CloudFormation's rules it is valid: 128 subnet bits, within the block's
+    // 128 host bits, make one subnet, the block itself.
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("cidr.yaml");
+    let path = file.to_str().unwrap();
+    let cidr = |arguments: &str| {
+        std::fs::write(&file, format!("Resources:\n  R:\n    Type: T\n    Metadata:\n      c: !Cidr {arguments}\n"))
+            .unwrap();
+        render(&sandbox, &["-t", path, "-r", "R"])
+    };
+    cidr("['::/0', 1, 128]").code(0).stderr_is("").stdout_is("{\n    \"c\": [\n        \"::/0\"\n    ]\n}\n");
+    cidr("['::/0', 2, 127]").code(0).stdout_is("{\n    \"c\": [\n        \"::/1\",\n        \"8000::/1\"\n    ]\n}\n");
+    cidr("['::/0', 1, 129]").code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap render: {path}:5:10: R (/Resources/R/Metadata/c): the subnet bits must be 1 to 128 for ::/0, \
+         not 129 in {{\"Fn::Cidr\":[\"::/0\",1,129]}}\n"
+    ));
+    cidr("['10.0.0.0/24', 257, 1]").code(1).stderr_has("the count must be 1 to 256, not 257");
+    cidr("['10.0.0.0/24', 1, 9]").code(1).stderr_has("9 subnet bits are more than the 8 host bits of 10.0.0.0/24");
+    cidr("['10.0.0.0/30', 3, 1]").code(1).stderr_has("10.0.0.0/30 holds only 2 subnets of /31, not 3");
+}
+
+#[test]
+fn long_keys_nested_deep_keep_positions_in_proportion_to_the_template() {
+    // Where each value is was kept by whole JSON pointer: 110 keys of 1000 characters
+    // around 5000 numbers made 5000 pointers of 110 kB each, half a gigabyte for a
+    // 120 kB template. Positions are a tree of keys now, each key held once.
+    let sandbox = Sandbox::new();
+    let file = sandbox.path("keys.yaml");
+    let mut value = format!("[{}]", vec!["7"; 5000].join(","));
+    for level in 0..110 {
+        value = format!("{{k{level}{}: {value}}}", "x".repeat(1000));
+    }
+    std::fs::write(&file, format!("Resources:\n  R:\n    Type: T\n    Metadata:\n      deep: {value}\n")).unwrap();
+    let rendered = render_bounded(&sandbox, &["-t", file.to_str().unwrap(), "-r", "R"]);
+    rendered.code(0).stderr_is("");
+    assert_eq!(rendered.stdout.matches(" 7").count(), 5000, "{}", &rendered.stdout[..200]);
+}

@@ -506,3 +506,30 @@ fn a_json_template_s_duplicate_keys_are_found_anywhere_in_it() {
         .code(1)
         .stdout_has(&format!("{path}:{line}:{column}: error[E002]: duplicate key InstanceType"));
 }
+
+#[test]
+fn validate_t_stops_an_alias_bomb_and_chained_aliases_at_their_limits() {
+    // Issue 22 points 2 and 3: `validate -t` reads templates as render does; these two
+    // ended in an allocation abort and a stack overflow (exit 134). Bounded to 256 MiB of
+    // address space, each is exit 1 naming the file, the line of the alias and the limit.
+    let sandbox = sandbox();
+    let limits = workspace().join("tests/templates/limits");
+    let validate = |file: &str| {
+        sandbox
+            .cmd_via("prlimit", "cfn-bootstrap")
+            .arg("--as=268435456")
+            .arg(sandbox.path("bin/cfn-bootstrap"))
+            .args(["validate", "-t", file])
+            .run()
+    };
+    let bomb = limits.join("alias_bomb.yaml").display().to_string();
+    validate(&bomb).code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap validate: {bomb}:11:14: anchors and aliases copy more than 1048576 values and characters \
+         (the limit for a 644-byte template: 16 per byte, at least 1048576, at most 4194304)\n"
+    ));
+    let chain = limits.join("chained_aliases.yaml").display().to_string();
+    validate(&chain).code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap validate: {chain}:7:135: values are nested more than 128 deep with this alias expanded \
+         (each collection and short-form tag is a level)\n"
+    ));
+}

@@ -53,6 +53,8 @@ const TARGETS: &[Target] = &[
     Target { name: "validation", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "validation::" },
     Target { name: "interpolation", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "interpolation::" },
     Target { name: "command-messages", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "command_message::" },
+    Target { name: "template-aliases", package: "cfn-template", binary: &["--test", "fuzz"], filter: "aliases::" },
+    Target { name: "template-nesting", package: "cfn-template", binary: &["--test", "fuzz"], filter: "nesting::" },
 ];
 
 /// Cases per property in a target's first run.

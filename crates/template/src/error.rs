@@ -15,6 +15,9 @@ pub enum ErrorKind {
     Missing(Missing),
     /// A given value does not fit: an unknown parameter, a value not allowed.
     Input,
+    /// The template is over a bound that keeps its reading and resolving within bounded
+    /// time, memory and stack: how deep values nest, what YAML anchors and aliases copy.
+    Limit,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 mod cidr;
 mod error;
 mod inputs;
+mod limits;
 mod location;
 mod parameters;
 mod resolve;
@@ -18,6 +19,7 @@ mod yaml;
 
 pub use error::{Details, Error, ErrorKind, Missing};
 pub use inputs::Inputs;
+pub use limits::{BUDGET_MAX, BUDGET_MIN, BUDGET_PER_BYTE, MAX_DEPTH, MAX_RESOLVE_DEPTH};
 pub use location::Position;
 
 use location::Positions;
@@ -27,30 +29,42 @@ use serde_json::Value;
 #[derive(Debug, Clone)]
 pub struct Template {
     name: String,
+    /// The text's length in bytes, which the bounds on resolving are proportional to.
+    length: usize,
     root: Value,
+    /// Where each value is, and where the key naming it is (for a value in a mapping).
     pub(crate) positions: Positions,
-    /// Where the key naming each value is (for a value in a mapping).
-    keys: Positions,
 }
 
 impl Template {
     /// Parses `text`, named `name` in errors (a file's path): JSON when it starts with
     /// `{`, YAML otherwise, as CloudFormation tells them apart.
+    ///
+    /// The value is at most [`MAX_DEPTH`] levels deep either way (serde_json stops JSON
+    /// at 128 levels, the YAML reader counts levels with aliases expanded): resolving,
+    /// cloning, dropping and printing a value recurse, and this keeps their stack bounded.
     pub fn parse(name: &str, text: &str) -> Result<Template, Error> {
-        let (root, places) = if text.trim_start().starts_with('{') {
+        let (root, positions) = if text.trim_start().starts_with('{') {
             let root: Value = serde_json::from_str(text).map_err(|e| {
-                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}"))
-                    .at(Some(Position { line: e.line(), column: e.column() }))
+                let position = Some(Position { line: e.line(), column: e.column() });
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    return Error::new(ErrorKind::Limit, name, limits::too_deep("")).at(position);
+                }
+                Error::new(ErrorKind::Syntax, name, format!("not JSON: {e}")).at(position)
             })?;
             // JSON is YAML's flow style: the YAML reader finds the positions. A JSON text
             // it cannot read (a duplicated key, say) only goes without them.
-            (root, yaml::load(text).map(|(_, places)| places).unwrap_or_default())
+            (root, yaml::load(text).map(|(_, positions)| positions).unwrap_or_default())
         } else {
             yaml::load(text).map_err(|e| {
-                Error::new(ErrorKind::Syntax, name, format!("not YAML: {}", e.message)).at(Some(e.position))
+                let (kind, message) = match e.over_limit {
+                    true => (ErrorKind::Limit, e.message),
+                    false => (ErrorKind::Syntax, format!("not YAML: {}", e.message)),
+                };
+                Error::new(kind, name, message).at(Some(e.position))
             })?
         };
-        let template = Template { name: name.to_string(), root, positions: places.values, keys: places.keys };
+        let template = Template { name: name.to_string(), length: text.len(), root, positions };
         template.check_shape()?;
         Ok(template)
     }
@@ -58,7 +72,7 @@ impl Template {
     fn check_shape(&self) -> Result<(), Error> {
         let error = |pointer: &str, message: &str| {
             Error::new(ErrorKind::Template, &self.name, message)
-                .at(location::nearest(&self.positions, pointer))
+                .at(self.positions.nearest(pointer))
                 .with_pointer(Some(pointer.to_string()).filter(|p| !p.is_empty()))
         };
         if !self.root.is_object() {
@@ -83,6 +97,11 @@ impl Template {
         Ok(())
     }
 
+    /// The length in bytes of the text the template was parsed from.
+    pub(crate) fn length(&self) -> usize {
+        self.length
+    }
+
     /// The name the template was parsed with.
     pub fn name(&self) -> &str {
         &self.name
@@ -95,13 +114,13 @@ impl Template {
 
     /// The line and column of the value at `pointer` (or of the nearest value holding it).
     pub fn position(&self, pointer: &str) -> Option<Position> {
-        location::nearest(&self.positions, pointer)
+        self.positions.nearest(pointer)
     }
 
     /// The line and column of the key naming the value at `pointer`, when it is in a
     /// mapping (otherwise as [`Template::position`]).
     pub fn key_position(&self, pointer: &str) -> Option<Position> {
-        self.keys.get(pointer).copied().or_else(|| self.position(pointer))
+        self.positions.key(pointer).or_else(|| self.position(pointer))
     }
 
     fn resources(&self) -> impl Iterator<Item = (&String, &Value)> {

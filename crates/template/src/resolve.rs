@@ -4,14 +4,15 @@
 //! `Fn::If` takes): the key or list item holding it is left out.
 
 use crate::error::{Error, ErrorKind, Missing};
-use crate::location::{self, child_pointer};
+use crate::limits::{Budget, MAX_RESOLVE_DEPTH, size};
+use crate::location::At;
 use crate::parameters::{self, Parameter, scalar_text};
 use crate::sub::{self, Part};
 use crate::{Inputs, Template, cidr};
 use base64::Engine;
 use cfn_python::json::kind;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why an expression cannot be resolved, and the pointer of that expression.
@@ -26,18 +27,23 @@ type Resolved<T> = Result<T, Fail>;
 /// How many conditions may wait on one another (a chain A → B → C …).
 const MAX_CONDITION_DEPTH: usize = 64;
 
-fn fail<T>(pointer: &str, message: impl Into<String>) -> Resolved<T> {
-    Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Template, message: message.into() })
+fn fail<T>(at: &At<'_>, message: impl Into<String>) -> Resolved<T> {
+    Err(Fail { pointer: at.pointer(), kind: ErrorKind::Template, message: message.into() })
 }
 
-fn missing<T>(pointer: &str, what: Missing, message: String) -> Resolved<T> {
-    Err(Fail { pointer: pointer.to_string(), kind: ErrorKind::Missing(what), message })
+/// Over one of the bounds on resolving: how deep it recurses, how much it makes.
+fn over_limit<T>(at: &At<'_>, message: String) -> Resolved<T> {
+    Err(Fail { pointer: at.pointer(), kind: ErrorKind::Limit, message })
+}
+
+fn missing<T>(at: &At<'_>, what: Missing, message: String) -> Resolved<T> {
+    Err(Fail { pointer: at.pointer(), kind: ErrorKind::Missing(what), message })
 }
 
 pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
     let error_here =
         |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
-    let Some(definition) = template.value().pointer(&child_pointer("/Resources", resource)) else {
+    let Some(definition) = template.value().get("Resources").and_then(|r| r.get(resource)) else {
         let known: Vec<&str> =
             template.value()["Resources"].as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
         let message = format!("no resource named {resource} in the template (its resources: {})", known.join(", "));
@@ -48,26 +54,29 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
         inputs,
         parameters: parameters::resolve(template, inputs).map_err(|e| e.in_resource(resource))?,
         conditions: RefCell::default(),
+        made: Budget::new(template.length()),
+        depth: Cell::new(0),
     };
-    let at = child_pointer("/Resources", resource);
+    let resources = At::ROOT.key("Resources");
+    let at = resources.key(resource);
     let result = (|| {
         if let Some(condition) = definition.get("Condition") {
-            let Value::String(name) = condition else { return fail(&child_pointer(&at, "Condition"), "not a name") };
-            if !resolver.condition(name, &child_pointer(&at, "Condition"))? {
+            let Value::String(name) = condition else { return fail(&at.key("Condition"), "not a name") };
+            if !resolver.condition(name, &at.key("Condition"))? {
                 return fail(&at, format!("the resource is not created: its condition {name} is false"));
             }
         }
         let Some(metadata) = definition.get("Metadata") else {
             return fail(&at, "the resource has no Metadata");
         };
-        match resolver.resolve(metadata, &child_pointer(&at, "Metadata"))? {
+        match resolver.resolve(metadata, &at.key("Metadata"))? {
             Some(value) => Ok(value),
-            None => fail(&child_pointer(&at, "Metadata"), "the Metadata is AWS::NoValue"),
+            None => fail(&at.key("Metadata"), "the Metadata is AWS::NoValue"),
         }
     })();
     result.map_err(|f| {
         Error::new(f.kind, template.name(), f.message)
-            .at(location::nearest(&template.positions, &f.pointer))
+            .at(template.positions.nearest(&f.pointer))
             .in_resource(resource)
             .with_expression(enclosing_function(template.value(), &f.pointer).map(Value::to_string))
             .with_pointer(Some(f.pointer))
@@ -83,6 +92,11 @@ fn enclosing_function<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
         }
         pointer = &pointer[..pointer.rfind('/')?];
     }
+}
+
+/// A function's text result.
+fn text(text: String) -> Option<Value> {
+    Some(Value::String(text))
 }
 
 /// `{"Ref": …}` or `{"Fn::Name": …}`: the function's name and its argument.
@@ -101,53 +115,103 @@ struct Resolver<'a> {
     parameters: BTreeMap<String, Parameter>,
     /// Conditions evaluated so far; `None` while one is being evaluated (a cycle).
     conditions: RefCell<HashMap<String, Option<bool>>>,
+    /// What resolving made so far: functions make values (`Fn::Base64`, `Fn::Sub`,
+    /// `Fn::FindInMap`, …) that may be larger than their expressions, and nested in one
+    /// another they would grow exponentially.
+    made: Budget,
+    /// How deep `resolve` and `evaluate` recurse now (see [`MAX_RESOLVE_DEPTH`]).
+    depth: Cell<usize>,
+}
+
+/// One level of the resolver's recursion, given back when dropped.
+struct Level<'a>(&'a Cell<usize>);
+
+impl Drop for Level<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
 }
 
 impl Resolver<'_> {
-    fn resolve(&self, value: &Value, at: &str) -> Resolved<Option<Value>> {
+    /// One level deeper in `resolve` or `evaluate`, within [`MAX_RESOLVE_DEPTH`].
+    fn descend(&self, at: &At<'_>) -> Resolved<Level<'_>> {
+        let depth = self.depth.get();
+        if depth >= MAX_RESOLVE_DEPTH {
+            let message = format!(
+                "expressions, with the conditions they evaluate, are nested more than {MAX_RESOLVE_DEPTH} deep"
+            );
+            return over_limit(at, message);
+        }
+        self.depth.set(depth + 1);
+        Ok(Level(&self.depth))
+    }
+
+    /// Counts `units` made for the expression at `at`, within the limit.
+    fn charge(&self, units: usize, at: &At<'_>) -> Resolved<()> {
+        self.made.charge(units, "resolving makes").or_else(|message| over_limit(at, message))
+    }
+
+    fn resolve(&self, value: &Value, at: &At<'_>) -> Resolved<Option<Value>> {
+        let _level = self.descend(at)?;
         if let Some((name, argument)) = function_of(value) {
-            return self.function(name, argument, at, &child_pointer(at, name));
+            let result = self.function(name, argument, at, &at.key(name))?;
+            // What a function makes is counted; Fn::If gives a branch resolved (and
+            // counted) already.
+            if name != "Fn::If"
+                && let Some(value) = &result
+            {
+                self.charge(size(value), at)?;
+            }
+            return Ok(result);
         }
         Ok(Some(match value {
             Value::Object(entries) => {
+                self.charge(1, at)?;
                 let mut out = Map::new();
                 for (key, item) in entries {
-                    if let Some(item) = self.resolve(item, &child_pointer(at, key))? {
+                    if let Some(item) = self.resolve(item, &at.key(key))? {
+                        self.charge(key.len() + 1, at)?;
                         out.insert(key.clone(), item);
                     }
                 }
                 Value::Object(out)
             }
-            Value::Array(items) => Value::Array(self.items(items, at)?),
-            other => other.clone(),
+            Value::Array(items) => {
+                self.charge(1, at)?;
+                Value::Array(self.items(items, at)?)
+            }
+            other => {
+                self.charge(size(other), at)?;
+                other.clone()
+            }
         }))
     }
 
     /// A list's items resolved, the `AWS::NoValue` ones left out.
-    fn items(&self, items: &[Value], at: &str) -> Resolved<Vec<Value>> {
+    fn items(&self, items: &[Value], at: &At<'_>) -> Resolved<Vec<Value>> {
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            out.extend(self.resolve(item, &child_pointer(at, &i.to_string()))?);
+            out.extend(self.resolve(item, &at.index(i))?);
         }
         Ok(out)
     }
 
     /// A value that must be there (not `AWS::NoValue`).
-    fn value(&self, value: &Value, at: &str) -> Resolved<Value> {
+    fn value(&self, value: &Value, at: &At<'_>) -> Resolved<Value> {
         match self.resolve(value, at)? {
             Some(value) => Ok(value),
             None => fail(at, "AWS::NoValue where a value is needed"),
         }
     }
 
-    fn string(&self, value: &Value, at: &str, what: &str) -> Resolved<String> {
+    fn string(&self, value: &Value, at: &At<'_>, what: &str) -> Resolved<String> {
         match self.value(value, at)? {
             Value::String(s) => Ok(s),
             other => fail(at, format!("{what} must be a string, not {}", kind(&other))),
         }
     }
 
-    fn list(&self, value: &Value, at: &str, what: &str) -> Resolved<Vec<Value>> {
+    fn list(&self, value: &Value, at: &At<'_>, what: &str) -> Resolved<Vec<Value>> {
         match self.value(value, at)? {
             Value::Array(items) => Ok(items),
             other => fail(at, format!("{what} must be a list, not {}", kind(&other))),
@@ -155,120 +219,36 @@ impl Resolver<'_> {
     }
 
     /// The items of a function's argument list, which must have `count` of them.
-    fn arguments<'v, const N: usize>(&self, argument: &'v Value, args: &str, name: &str) -> Resolved<[&'v Value; N]> {
+    fn arguments<'v, const N: usize>(
+        &self,
+        argument: &'v Value,
+        args: &At<'_>,
+        name: &str,
+    ) -> Resolved<[&'v Value; N]> {
         match argument.as_array().map(Vec::as_slice).and_then(|items| <&[Value; N]>::try_from(items).ok()) {
             Some(items) => Ok(items.each_ref()),
             None => fail(args, format!("{name} takes a list of {N} arguments")),
         }
     }
 
-    fn function(&self, name: &str, argument: &Value, at: &str, args: &str) -> Resolved<Option<Value>> {
-        let arg = |i: usize| child_pointer(args, &i.to_string());
-        let string = |s: String| Ok(Some(Value::String(s)));
+    /// An intrinsic function: each has a method of its own, so that the frame this
+    /// recursion stacks per level stays small (a debug build gives every local of one
+    /// function its own slot).
+    fn function(&self, name: &str, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Option<Value>> {
         match name {
             "Ref" => match argument {
                 Value::String(target) => self.reference(target, at),
                 _ => fail(args, "Ref takes the name of a parameter, a pseudo parameter or a resource"),
             },
-            "Fn::Sub" => {
-                let (text, variables) = match argument {
-                    Value::String(text) => (text, None),
-                    Value::Array(items) => match items.as_slice() {
-                        [Value::String(text), Value::Object(variables)] => (text, Some(variables)),
-                        _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
-                    },
-                    _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
-                };
-                let mut values = HashMap::new();
-                for (key, value) in variables.into_iter().flatten() {
-                    let pointer = child_pointer(&arg(1), key);
-                    let value = match self.value(value, &pointer)? {
-                        Value::String(s) => s,
-                        Value::Number(n) => n.to_string(),
-                        other => return fail(&pointer, format!("the variable {key} is {}", kind(&other))),
-                    };
-                    values.insert(key.as_str(), value);
-                }
-                let mut out = String::new();
-                for part in sub::parts(text) {
-                    match part {
-                        Part::Text(text) => out.push_str(text),
-                        Part::Variable(variable) => match values.get(variable) {
-                            Some(value) => out.push_str(value),
-                            None => out.push_str(&self.sub_variable(variable, at)?),
-                        },
-                    }
-                }
-                string(out)
-            }
-            "Fn::Join" => {
-                let [delimiter, items] = self.arguments(argument, args, name)?;
-                let Value::String(delimiter) = delimiter else {
-                    return fail(&arg(0), "the delimiter must be a string");
-                };
-                let items = self.list(items, &arg(1), "Fn::Join's second argument")?;
-                let mut texts = Vec::with_capacity(items.len());
-                for item in &items {
-                    match item {
-                        Value::String(s) => texts.push(s.as_str()),
-                        other => return fail(&arg(1), format!("Fn::Join joins strings, not {}", kind(other))),
-                    }
-                }
-                string(texts.join(delimiter))
-            }
-            "Fn::Select" => {
-                let [index, items] = self.arguments(argument, args, name)?;
-                let index = match self.value(index, &arg(0))? {
-                    Value::Number(n) => n.as_u64(),
-                    Value::String(s) => s.parse::<u64>().ok(),
-                    _ => None,
-                };
-                let Some(index) = index else { return fail(&arg(0), "the index must be a whole number") };
-                let items = self.list(items, &arg(1), "Fn::Select's second argument")?;
-                match usize::try_from(index).ok().and_then(|i| items.get(i)) {
-                    Some(item) => Ok(Some(item.clone())),
-                    None => fail(at, format!("index {index} is out of the list's {} items", items.len())),
-                }
-            }
-            "Fn::Split" => {
-                let [delimiter, source] = self.arguments(argument, args, name)?;
-                let Value::String(delimiter) = delimiter else {
-                    return fail(&arg(0), "the delimiter must be a string");
-                };
-                if delimiter.is_empty() {
-                    return fail(&arg(0), "the delimiter must not be empty");
-                }
-                let source = self.string(source, &arg(1), "the string to split")?;
-                Ok(Some(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect())))
-            }
-            "Fn::If" => {
-                let [condition, when_true, when_false] = self.arguments(argument, args, name)?;
-                let Value::String(condition) = condition else { return fail(&arg(0), "the condition must be a name") };
-                if self.condition(condition, &arg(0))? {
-                    self.resolve(when_true, &arg(1))
-                } else {
-                    self.resolve(when_false, &arg(2))
-                }
-            }
-            "Fn::FindInMap" => {
-                let [map, top, second] = self.arguments(argument, args, name)?;
-                let map = self.string(map, &arg(0), "the map's name")?;
-                let top = self.string(top, &arg(1), "the top-level key")?;
-                let second = self.string(second, &arg(2), "the second-level key")?;
-                let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
-                    return fail(at, format!("there is no mapping named {map}"));
-                };
-                let Some(entry) = entries.get(&top) else {
-                    return fail(at, format!("the mapping {map} has no key {top}"));
-                };
-                match entry.get(&second) {
-                    Some(value) => Ok(Some(value.clone())),
-                    None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
-                }
-            }
+            "Fn::Sub" => self.sub(argument, at, args).map(text),
+            "Fn::Join" => self.join(argument, args).map(text),
+            "Fn::Select" => self.select(argument, at, args).map(Some),
+            "Fn::Split" => self.split(argument, args).map(Some),
+            "Fn::If" => self.if_(argument, args),
+            "Fn::FindInMap" => self.find_in_map(argument, at, args).map(Some),
             "Fn::Base64" => {
                 let text = self.string(argument, args, "Fn::Base64's argument")?;
-                string(base64::engine::general_purpose::STANDARD.encode(text))
+                Ok(Some(Value::String(base64::engine::general_purpose::STANDARD.encode(text))))
             }
             "Fn::GetAZs" => {
                 let region = self.string(argument, args, "Fn::GetAZs's argument")?;
@@ -279,40 +259,14 @@ impl Resolver<'_> {
             "Fn::ImportValue" => {
                 let export = self.string(argument, args, "the export's name")?;
                 match self.inputs.exports.get(&export) {
-                    Some(value) => string(value.clone()),
+                    Some(value) => Ok(text(value.clone())),
                     None => {
                         missing(at, Missing::Export(export.clone()), format!("no value given for the export {export}"))
                     }
                 }
             }
-            "Fn::GetAtt" => {
-                let (resource, attribute) = match argument {
-                    // The long form's string, as the short form writes it.
-                    Value::String(text) => match text.split_once('.') {
-                        Some((resource, attribute)) => (resource.to_string(), attribute.to_string()),
-                        None => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
-                    },
-                    Value::Array(items) if items.len() == 2 => {
-                        let Value::String(resource) = &items[0] else {
-                            return fail(&arg(0), "the resource must be a logical id");
-                        };
-                        (resource.clone(), self.string(&items[1], &arg(1), "the attribute's name")?)
-                    }
-                    _ => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
-                };
-                string(self.attribute(&resource, &attribute, at)?)
-            }
-            "Fn::Cidr" => {
-                let [block, count, bits] = self.arguments(argument, args, name)?;
-                let block = self.string(block, &arg(0), "the address block")?;
-                let count = self.whole_number(count, &arg(1))?;
-                let bits = self.whole_number(bits, &arg(2))?;
-                let bits = u32::try_from(bits).unwrap_or(u32::MAX);
-                match cidr::subnets(&block, count, bits) {
-                    Ok(subnets) => Ok(Some(Value::Array(subnets.into_iter().map(Value::String).collect()))),
-                    Err(message) => fail(at, message),
-                }
-            }
+            "Fn::GetAtt" => self.get_att(argument, at, args).map(text),
+            "Fn::Cidr" => self.cidr(argument, at, args).map(Some),
             "Fn::Equals" | "Fn::And" | "Fn::Or" | "Fn::Not" => {
                 fail(at, format!("{name} is a condition function: it belongs in Conditions or in Fn::If's condition"))
             }
@@ -320,7 +274,143 @@ impl Resolver<'_> {
         }
     }
 
-    fn whole_number(&self, value: &Value, at: &str) -> Resolved<u64> {
+    fn sub(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<String> {
+        let (text, variables) = match argument {
+            Value::String(text) => (text, None),
+            Value::Array(items) => match items.as_slice() {
+                [Value::String(text), Value::Object(variables)] => (text, Some(variables)),
+                _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+            },
+            _ => return fail(args, "Fn::Sub takes a string, or a string and an object of variables"),
+        };
+        let mut values = HashMap::new();
+        let variables_at = args.index(1);
+        for (key, value) in variables.into_iter().flatten() {
+            let pointer = variables_at.key(key);
+            let value = match self.value(value, &pointer)? {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                other => return fail(&pointer, format!("the variable {key} is {}", kind(&other))),
+            };
+            values.insert(key.as_str(), value);
+        }
+        let mut out = String::new();
+        for part in sub::parts(text) {
+            let piece = match part {
+                Part::Text(text) => text,
+                Part::Variable(variable) => match values.get(variable) {
+                    Some(value) => value,
+                    None => &self.sub_variable(variable, at)?,
+                },
+            };
+            // A variable may be used again and again: its copies are counted before
+            // they are made.
+            self.made.fits(out.len() + piece.len(), "resolving makes").or_else(|m| over_limit(at, m))?;
+            out.push_str(piece);
+        }
+        Ok(out)
+    }
+
+    fn join(&self, argument: &Value, args: &At<'_>) -> Resolved<String> {
+        let [delimiter, items] = self.arguments(argument, args, "Fn::Join")?;
+        let Value::String(delimiter) = delimiter else {
+            return fail(&args.index(0), "the delimiter must be a string");
+        };
+        let items = self.list(items, &args.index(1), "Fn::Join's second argument")?;
+        let mut texts = Vec::with_capacity(items.len());
+        for item in &items {
+            match item {
+                Value::String(s) => texts.push(s.as_str()),
+                other => return fail(&args.index(1), format!("Fn::Join joins strings, not {}", kind(other))),
+            }
+        }
+        Ok(texts.join(delimiter))
+    }
+
+    fn select(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Value> {
+        let [index, items] = self.arguments(argument, args, "Fn::Select")?;
+        let index = match self.value(index, &args.index(0))? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse::<u64>().ok(),
+            _ => None,
+        };
+        let Some(index) = index else { return fail(&args.index(0), "the index must be a whole number") };
+        let mut items = self.list(items, &args.index(1), "Fn::Select's second argument")?;
+        match usize::try_from(index).ok().filter(|i| *i < items.len()) {
+            Some(i) => Ok(items.swap_remove(i)),
+            None => fail(at, format!("index {index} is out of the list's {} items", items.len())),
+        }
+    }
+
+    fn split(&self, argument: &Value, args: &At<'_>) -> Resolved<Value> {
+        let [delimiter, source] = self.arguments(argument, args, "Fn::Split")?;
+        let Value::String(delimiter) = delimiter else {
+            return fail(&args.index(0), "the delimiter must be a string");
+        };
+        if delimiter.is_empty() {
+            return fail(&args.index(0), "the delimiter must not be empty");
+        }
+        let source = self.string(source, &args.index(1), "the string to split")?;
+        Ok(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect()))
+    }
+
+    fn if_(&self, argument: &Value, args: &At<'_>) -> Resolved<Option<Value>> {
+        let [condition, when_true, when_false] = self.arguments(argument, args, "Fn::If")?;
+        let Value::String(condition) = condition else { return fail(&args.index(0), "the condition must be a name") };
+        if self.condition(condition, &args.index(0))? {
+            self.resolve(when_true, &args.index(1))
+        } else {
+            self.resolve(when_false, &args.index(2))
+        }
+    }
+
+    fn find_in_map(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Value> {
+        let [map, top, second] = self.arguments(argument, args, "Fn::FindInMap")?;
+        let map = self.string(map, &args.index(0), "the map's name")?;
+        let top = self.string(top, &args.index(1), "the top-level key")?;
+        let second = self.string(second, &args.index(2), "the second-level key")?;
+        let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
+            return fail(at, format!("there is no mapping named {map}"));
+        };
+        let Some(entry) = entries.get(&top) else {
+            return fail(at, format!("the mapping {map} has no key {top}"));
+        };
+        match entry.get(&second) {
+            Some(value) => Ok(value.clone()),
+            None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
+        }
+    }
+
+    fn get_att(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<String> {
+        let (resource, attribute) = match argument {
+            // The long form's string, as the short form writes it.
+            Value::String(text) => match text.split_once('.') {
+                Some((resource, attribute)) => (resource.to_string(), attribute.to_string()),
+                None => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+            },
+            Value::Array(items) if items.len() == 2 => {
+                let Value::String(resource) = &items[0] else {
+                    return fail(&args.index(0), "the resource must be a logical id");
+                };
+                (resource.clone(), self.string(&items[1], &args.index(1), "the attribute's name")?)
+            }
+            _ => return fail(args, "Fn::GetAtt takes [Resource, Attribute]"),
+        };
+        self.attribute(&resource, &attribute, at)
+    }
+
+    fn cidr(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Value> {
+        let [block, count, bits] = self.arguments(argument, args, "Fn::Cidr")?;
+        let block = self.string(block, &args.index(0), "the address block")?;
+        let count = self.whole_number(count, &args.index(1))?;
+        let bits = self.whole_number(bits, &args.index(2))?;
+        match cidr::subnets(&block, count, bits) {
+            Ok(subnets) => Ok(Value::Array(subnets.into_iter().map(Value::String).collect())),
+            Err(message) => fail(at, message),
+        }
+    }
+
+    fn whole_number(&self, value: &Value, at: &At<'_>) -> Resolved<u64> {
         let number = match self.value(value, at)? {
             Value::Number(n) => n.as_u64(),
             Value::String(s) => s.parse().ok(),
@@ -330,7 +420,7 @@ impl Resolver<'_> {
     }
 
     /// `Ref`: a pseudo parameter, a parameter, or a resource's given value.
-    fn reference(&self, target: &str, at: &str) -> Resolved<Option<Value>> {
+    fn reference(&self, target: &str, at: &At<'_>) -> Resolved<Option<Value>> {
         let inputs = self.inputs;
         let text = |s: &str| Ok(Some(Value::String(s.to_string())));
         match target {
@@ -368,7 +458,7 @@ impl Resolver<'_> {
         self.template.value()["Resources"].get(name).is_some()
     }
 
-    fn attribute(&self, resource: &str, attribute: &str, at: &str) -> Resolved<String> {
+    fn attribute(&self, resource: &str, attribute: &str, at: &At<'_>) -> Resolved<String> {
         if !self.is_resource(resource) {
             return fail(at, format!("Fn::GetAtt refers to {resource}, which is not a resource of the template"));
         }
@@ -380,7 +470,7 @@ impl Resolver<'_> {
     }
 
     /// `${Name}` in `Fn::Sub`: `Ref` of a name, `Fn::GetAtt` of `Resource.Attribute`.
-    fn sub_variable(&self, variable: &str, at: &str) -> Resolved<String> {
+    fn sub_variable(&self, variable: &str, at: &At<'_>) -> Resolved<String> {
         if let Some((resource, attribute)) = variable.split_once('.')
             && self.is_resource(resource)
         {
@@ -394,7 +484,7 @@ impl Resolver<'_> {
     }
 
     /// A named condition of the template's Conditions, evaluated once.
-    fn condition(&self, name: &str, at: &str) -> Resolved<bool> {
+    fn condition(&self, name: &str, at: &At<'_>) -> Resolved<bool> {
         {
             let conditions = self.conditions.borrow();
             match conditions.get(name) {
@@ -407,23 +497,23 @@ impl Resolver<'_> {
                 return fail(at, format!("conditions refer to conditions more than {MAX_CONDITION_DEPTH} deep"));
             }
         }
-        let pointer = child_pointer("/Conditions", name);
-        let Some(definition) = self.template.value().pointer(&pointer) else {
+        let Some(definition) = self.template.value().get("Conditions").and_then(|c| c.get(name)) else {
             return fail(at, format!("there is no condition named {name}"));
         };
+        let conditions = At::ROOT.key("Conditions");
         self.conditions.borrow_mut().insert(name.to_string(), None);
-        let value = self.evaluate(definition, &pointer)?;
+        let value = self.evaluate(definition, &conditions.key(name))?;
         self.conditions.borrow_mut().insert(name.to_string(), Some(value));
         Ok(value)
     }
 
     /// A condition function: Fn::Equals, Fn::And, Fn::Or, Fn::Not, Condition.
-    fn evaluate(&self, value: &Value, at: &str) -> Resolved<bool> {
+    fn evaluate(&self, value: &Value, at: &At<'_>) -> Resolved<bool> {
+        let _level = self.descend(at)?;
         let Some((name, argument)) = value.as_object().filter(|o| o.len() == 1).and_then(|o| o.iter().next()) else {
             return fail(at, "a condition is one of Fn::Equals, Fn::And, Fn::Or, Fn::Not or Condition");
         };
-        let args = child_pointer(at, name);
-        let arg = |i: usize| child_pointer(&args, &i.to_string());
+        let args = at.key(name);
         match name.as_str() {
             "Condition" => match argument {
                 Value::String(other) => self.condition(other, &args),
@@ -431,11 +521,11 @@ impl Resolver<'_> {
             },
             "Fn::Equals" => {
                 let [a, b] = self.arguments(argument, &args, name)?;
-                Ok(comparable(&self.value(a, &arg(0))?) == comparable(&self.value(b, &arg(1))?))
+                Ok(comparable(&self.value(a, &args.index(0))?) == comparable(&self.value(b, &args.index(1))?))
             }
             "Fn::Not" => {
                 let [condition] = self.arguments(argument, &args, name)?;
-                Ok(!self.evaluate(condition, &arg(0))?)
+                Ok(!self.evaluate(condition, &args.index(0))?)
             }
             "Fn::And" | "Fn::Or" => {
                 let Some(conditions) = argument.as_array().filter(|c| (2..=10).contains(&c.len())) else {
@@ -444,7 +534,7 @@ impl Resolver<'_> {
                 // All are evaluated (no short cut), so an error in any one is reported.
                 let mut values = Vec::with_capacity(conditions.len());
                 for (i, condition) in conditions.iter().enumerate() {
-                    values.push(self.evaluate(condition, &arg(i))?);
+                    values.push(self.evaluate(condition, &args.index(i))?);
                 }
                 Ok(if name == "Fn::And" { values.iter().all(|v| *v) } else { values.iter().any(|v| *v) })
             }

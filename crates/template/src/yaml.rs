@@ -7,16 +7,20 @@
 //! `true`/`yes`/`on` are booleans, `0644` is octal, `1.5` a float, `~` null; a quoted or
 //! tagged scalar stays a string.
 
-use crate::location::{Position, Positions, child_pointer};
+use crate::limits::{Budget, MAX_DEPTH, too_deep};
+use crate::location::{Node, Position, Positions};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
 
-/// A YAML text that is not a template's YAML.
+/// A YAML text that is not a template's YAML, or is over one of the bounds
+/// ([`MAX_DEPTH`], what anchors and aliases may copy).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxError {
+pub struct LoadError {
     pub position: Position,
     pub message: String,
+    /// Over a bound, rather than not YAML.
+    pub over_limit: bool,
 }
 
 /// The short-form tags CloudFormation defines, and the key of their long form.
@@ -43,98 +47,148 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ("Length", "Fn::Length"),
 ];
 
-/// How deep collections may nest: the resolver walks values recursively, and no
-/// template needs more (serde_json stops JSON at 128).
-const MAX_DEPTH: usize = 128;
-
 /// A node being built: a sequence or a mapping, with what it becomes when it ends.
 enum Open {
     Sequence { items: Vec<Value>, node: NodeStart },
     Mapping { entries: Map<String, Value>, key: Option<String>, node: NodeStart },
 }
 
-/// Where a node starts, under which pointer, and the function its tag names.
+impl Open {
+    fn node(&mut self) -> &mut NodeStart {
+        match self {
+            Open::Sequence { node, .. } | Open::Mapping { node, .. } => node,
+        }
+    }
+}
+
+/// Where a node starts, under which pointer, and the function its tag names; and the
+/// size and height of what it holds so far.
 struct NodeStart {
-    pointer: String,
+    /// The node's place in the positions' tree, and its children's (a tagged node's
+    /// value sits under its function's key: `!Sub [a, b]` at P is `{"Fn::Sub": [a, b]}`,
+    /// its `a` at P/Fn::Sub/0).
+    place: Node,
+    children: Node,
     function: Option<&'static str>,
     anchor: usize,
     position: Position,
+    /// The JSON levels around the node's children (its own and its parents').
+    level: usize,
+    /// The node's size so far: 1, plus its keys' and children's sizes.
+    size: usize,
+    /// The greatest height of its children.
+    height: usize,
 }
 
-/// Where a document's values are, and where the keys that name them are.
-#[derive(Debug, Clone, Default)]
-pub struct Places {
-    pub values: Positions,
-    pub keys: Positions,
+/// An anchored value, with its size and height, for the aliases to it.
+struct Anchored {
+    value: Value,
+    size: usize,
+    height: usize,
 }
 
 /// Reads the first YAML document of `text`.
-pub fn load(text: &str) -> Result<(Value, Places), SyntaxError> {
-    let mut builder = Builder::default();
+pub fn load(text: &str) -> Result<(Value, Positions), LoadError> {
+    let mut builder = Builder {
+        open: Vec::new(),
+        anchors: HashMap::new(),
+        positions: Positions::default(),
+        copies: Budget::new(text.len()),
+    };
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| SyntaxError {
-            position: Position { line: e.marker().line(), column: e.marker().col() + 1 },
-            message: e.info().to_string(),
+        let (event, span) = event.map_err(|e| {
+            let position = Position { line: e.marker().line(), column: e.marker().col() + 1 };
+            // The scanner's own bound, 255 flow levels, may come before ours: it reads ahead.
+            match e.info() {
+                "recursion limit exceeded" => LoadError { position, message: too_deep(""), over_limit: true },
+                info => LoadError { position, message: info.to_string(), over_limit: false },
+            }
         })?;
         if let Some(done) = builder.event(event, span)? {
-            return Ok((done, Places { values: builder.positions, keys: builder.keys }));
+            return Ok((done, builder.positions));
         }
     }
-    Err(SyntaxError { position: Position { line: 1, column: 1 }, message: "the document is empty".into() })
+    let position = Position { line: 1, column: 1 };
+    Err(LoadError { position, message: "the document is empty".into(), over_limit: false })
 }
 
-#[derive(Default)]
 struct Builder {
     open: Vec<Open>,
-    anchors: HashMap<usize, Value>,
+    anchors: HashMap<usize, Anchored>,
+    /// Where each value is, and the key naming it.
     positions: Positions,
-    keys: Positions,
+    /// What anchors and aliases copied so far, in [`crate::limits::size`] units.
+    copies: Budget,
 }
 
 impl Builder {
     /// Takes one event; gives the document's value once its root is complete.
-    fn event(&mut self, event: Event, span: Span) -> Result<Option<Value>, SyntaxError> {
+    fn event(&mut self, event: Event, span: Span) -> Result<Option<Value>, LoadError> {
         let position = Position { line: span.start.line(), column: span.start.col() + 1 };
-        let at = |message: String| SyntaxError { position, message };
+        let at = |message: String| LoadError { position, message, over_limit: false };
+        let over = |message: String| LoadError { position, message, over_limit: true };
         let is_sequence = matches!(event, Event::SequenceStart(..));
+        let level = self.open.last_mut().map_or(0, |open| open.node().level);
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                if let Some(Open::Mapping { key: key @ None, entries, .. }) = self.open.last_mut() {
+                if let Some(Open::Mapping { key: key @ None, entries, node }) = self.open.last_mut() {
                     if entries.contains_key(text.as_ref()) {
                         return Err(at(format!("the key {text:?} appears twice in one mapping")));
                     }
+                    node.size += text.len() + 1;
                     *key = Some(text.into_owned());
-                    let pointer = self.next_pointer();
-                    self.keys.insert(pointer, position);
+                    let place = self.next_place();
+                    self.positions.set_key(place, position);
                     return Ok(None);
                 }
-                let pointer = self.next_pointer();
+                let place = self.next_place();
                 let value = match tag.as_deref() {
                     Some(tag) => tagged_scalar(tag, &text).map_err(at)?,
                     None if style == ScalarStyle::Plain => plain_scalar(&text),
                     None => Value::String(text.into_owned()),
                 };
-                self.positions.insert(pointer.clone(), position);
+                let (size, height) = measure_scalar(&value);
+                if level + height > MAX_DEPTH {
+                    return Err(over(too_deep("")));
+                }
+                self.positions.set_value(place, position);
                 // A tagged scalar (`!Ref Name`) is a function: its argument starts here too.
                 if let Value::Object(m) = &value
                     && let Some(key) = m.keys().next()
                 {
-                    self.positions.insert(child_pointer(&pointer, key), position);
+                    let argument = self.positions.child(place, key);
+                    self.positions.set_value(argument, position);
                 }
-                self.finish(value, anchor)
+                self.finish(value, anchor, size, height).map_err(over)
             }
             Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
                 if let Some(Open::Mapping { key: None, .. }) = self.open.last() {
                     return Err(at("a mapping key must be a string, not a sequence or a mapping".into()));
                 }
-                if self.open.len() >= MAX_DEPTH {
-                    return Err(at(format!("collections are nested more than {MAX_DEPTH} deep")));
-                }
                 let function = match tag.as_deref() {
                     Some(tag) => Some(function_of(tag).map_err(at)?),
                     None => None,
                 };
-                let node = NodeStart { pointer: self.next_pointer(), function, anchor, position };
+                // The collection is a level, and a tag's `{"Fn::…": …}` around it another.
+                let own = 1 + usize::from(function.is_some());
+                if level + own > MAX_DEPTH {
+                    return Err(over(too_deep("")));
+                }
+                let place = self.next_place();
+                let children = match function {
+                    Some(function) => self.positions.child(place, function),
+                    None => place,
+                };
+                let node = NodeStart {
+                    place,
+                    children,
+                    function,
+                    anchor,
+                    position,
+                    level: level + own,
+                    size: own + function.map_or(0, |f| f.len() + 1),
+                    height: 0,
+                };
                 self.open.push(if is_sequence {
                     Open::Sequence { items: Vec::new(), node }
                 } else {
@@ -148,70 +202,100 @@ impl Builder {
                     Some(Open::Mapping { entries, node, .. }) => (Value::Object(entries), node),
                     None => return Err(at("unbalanced end of a collection".into())),
                 };
-                self.positions.insert(node.pointer.clone(), node.position);
+                self.positions.set_value(node.place, node.position);
+                self.positions.set_value(node.children, node.position);
                 let value = match node.function {
-                    Some(function) => {
-                        self.positions.insert(child_pointer(&node.pointer, function), node.position);
-                        long_form(function, value)
-                    }
+                    Some(function) => long_form(function, value),
                     None => value,
                 };
-                self.finish(value, node.anchor)
+                let height = node.height + 1 + usize::from(node.function.is_some());
+                let position = node.position;
+                self.finish(value, node.anchor, node.size, height).map_err(|message| LoadError {
+                    position,
+                    message,
+                    over_limit: true,
+                })
             }
             Event::Alias(id) => {
-                let value = self.anchors.get(&id).cloned().ok_or_else(|| at("an alias to an unknown anchor".into()))?;
-                if let Some(Open::Mapping { key: key @ None, .. }) = self.open.last_mut() {
+                let Some(anchored) = self.anchors.get(&id) else {
+                    return Err(at("an alias to an unknown anchor".into()));
+                };
+                let (size, height) = (anchored.size, anchored.height);
+                // Checked before the copy is made: the bounds hold for what is built.
+                if level + height > MAX_DEPTH {
+                    return Err(over(too_deep(" with this alias expanded")));
+                }
+                self.copy(size).map_err(over)?;
+                let value = self.anchors[&id].value.clone();
+                if let Some(Open::Mapping { key: key @ None, node, .. }) = self.open.last_mut() {
                     let Value::String(text) = value else {
                         return Err(at("a mapping key must be a string".into()));
                     };
+                    node.size += text.len() + 1;
                     *key = Some(text);
                     return Ok(None);
                 }
-                let pointer = self.next_pointer();
-                self.positions.insert(pointer, position);
-                self.finish(value, 0)
+                let place = self.next_place();
+                self.positions.set_value(place, position);
+                self.finish(value, 0, size, height).map_err(over)
             }
             Event::StreamEnd => Err(at("the document is empty".into())),
             Event::Nothing | Event::StreamStart | Event::DocumentStart(_) | Event::DocumentEnd => Ok(None),
         }
     }
 
-    /// The pointer of the node that starts now: its parent's, and its key or index.
-    fn next_pointer(&self) -> String {
-        match self.open.last() {
-            None => String::new(),
-            Some(Open::Sequence { items, node }) => child_pointer(&base(node), &items.len().to_string()),
-            Some(Open::Mapping { key, node, .. }) => child_pointer(&base(node), key.as_deref().unwrap_or("")),
-        }
+    /// Counts a copy of `size` made for an anchor or an alias, within the limit.
+    fn copy(&mut self, size: usize) -> Result<(), String> {
+        self.copies.charge(size, "anchors and aliases copy")
     }
 
-    /// Puts a complete value into its parent, or gives it back as the document's root.
-    fn finish(&mut self, value: Value, anchor: usize) -> Result<Option<Value>, SyntaxError> {
+    /// The place of the node that starts now: its parent's children's, and its key or
+    /// index.
+    fn next_place(&mut self) -> Node {
+        let (parent, segment) = match self.open.last() {
+            None => return Positions::ROOT,
+            Some(Open::Sequence { items, node }) => (node.children, items.len().to_string()),
+            Some(Open::Mapping { key, node, .. }) => (node.children, key.clone().unwrap_or_default()),
+        };
+        self.positions.child(parent, &segment)
+    }
+
+    /// Puts a complete value of `size` and `height` into its parent, or gives it back
+    /// as the document's root; keeps a copy when it is anchored.
+    fn finish(&mut self, value: Value, anchor: usize, size: usize, height: usize) -> Result<Option<Value>, String> {
         if anchor != 0 {
-            self.anchors.insert(anchor, value.clone());
+            self.copy(size)?;
+            self.anchors.insert(anchor, Anchored { value: value.clone(), size, height });
         }
-        match self.open.last_mut() {
-            None => Ok(Some(value)),
-            Some(Open::Sequence { items, .. }) => {
-                items.push(value);
-                Ok(None)
-            }
-            Some(Open::Mapping { entries, key, .. }) => {
+        let Some(parent) = self.open.last_mut() else { return Ok(Some(value)) };
+        let node = parent.node();
+        node.size = node.size.saturating_add(size);
+        node.height = node.height.max(height);
+        match parent {
+            Open::Sequence { items, .. } => items.push(value),
+            Open::Mapping { entries, key, .. } => {
                 if let Some(key) = key.take() {
                     entries.insert(key, value);
                 }
-                Ok(None)
             }
         }
+        Ok(None)
     }
 }
 
-/// The pointer a node's children hang from: a tagged node's value sits under its
-/// function's key (`!Sub [a, b]` at P is `{"Fn::Sub": [a, b]}`, its `a` at P/Fn::Sub/0).
-fn base(node: &NodeStart) -> String {
-    match node.function {
-        Some(function) => child_pointer(&node.pointer, function),
-        None => node.pointer.clone(),
+/// The size and height of a value a scalar makes: a string, a number, or a short form's
+/// `{"Fn::…": argument}` whose argument is a string or `!GetAtt`'s pair of strings.
+fn measure_scalar(value: &Value) -> (usize, usize) {
+    match value {
+        Value::String(text) => (1 + text.len(), 0),
+        Value::Object(map) => map.iter().fold((1, 1), |(size, height), (key, argument)| match argument {
+            Value::Array(items) => {
+                let strings: usize = items.iter().map(|item| 1 + item.as_str().map_or(0, str::len)).sum();
+                (size + key.len() + 1 + 1 + strings, height.max(2))
+            }
+            other => (size + key.len() + 1 + 1 + other.as_str().map_or(0, str::len), height),
+        }),
+        _ => (1, 0),
     }
 }
 
@@ -367,18 +451,19 @@ mod tests {
 
     #[test]
     fn positions_are_recorded_by_pointer_also_inside_short_forms() {
-        let (_, Places { values: positions, .. }) =
+        let (_, positions) =
             load("Resources:\n  A:\n    Metadata:\n      x: !Sub\n        - '${y}'\n        - y: !Ref P\n").unwrap();
-        assert_eq!(positions["/Resources/A/Metadata/x"], Position { line: 4, column: 10 });
-        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y"], Position { line: 6, column: 14 });
-        assert_eq!(positions["/Resources/A/Metadata/x/Fn::Sub/1/y/Ref"], Position { line: 6, column: 14 });
+        let at = |line, column| Some(Position { line, column });
+        assert_eq!(positions.value("/Resources/A/Metadata/x"), at(4, 10));
+        assert_eq!(positions.value("/Resources/A/Metadata/x/Fn::Sub/1/y"), at(6, 14));
+        assert_eq!(positions.value("/Resources/A/Metadata/x/Fn::Sub/1/y/Ref"), at(6, 14));
     }
 
     #[test]
     fn keys_with_slashes_are_escaped_in_pointers() {
-        let (_, places) = load("files:\n  /etc/a~b: 1\n").unwrap();
-        assert_eq!(places.values["/files/~1etc~1a~0b"], Position { line: 2, column: 13 });
-        assert_eq!(places.keys["/files/~1etc~1a~0b"], Position { line: 2, column: 3 });
+        let (_, positions) = load("files:\n  /etc/a~b: 1\n").unwrap();
+        assert_eq!(positions.value("/files/~1etc~1a~0b"), Some(Position { line: 2, column: 13 }));
+        assert_eq!(positions.key("/files/~1etc~1a~0b"), Some(Position { line: 2, column: 3 }));
     }
 
     #[test]
