@@ -305,7 +305,7 @@ impl Downloader {
     fn role_credentials(&self, role: &str) -> Result<Credentials, String> {
         // IAM role names are [\w+=,.@-]; anything else must not reach the IMDS path.
         if role.is_empty() || !role.bytes().all(|b| b.is_ascii_alphanumeric() || b"+=,.@_-".contains(&b)) {
-            return Err(format!("{role:?} is not a valid IAM role name"));
+            return Err(format!("'{}' is not a valid IAM role name", role.escape_debug()));
         }
         let mut cache = self.roles.lock().unwrap_or_else(|e| e.into_inner());
         let now = Utc::now();
