@@ -198,7 +198,8 @@ fn a_proxy_refusing_the_call_is_reported_by_its_code_and_message_at_once() {
     // and message are read from JSON as from XML (the reference reads the JSON form);
     // an HTML page gives the status and its first line. The endpoint is a closed port on
     // loopback: only the proxy answers.
-    let json_body = r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy at the gateway", "Type": "Sender"}}"#;
+    let json_body =
+        r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy at the gateway", "Type": "Sender"}}"#;
     let html_body = "<html><head><title>403 Forbidden</title></head>\n<body>Access denied</body></html>";
     let cases = [
         (json_body, "application/json", "ProxyTrap: refused by the proxy at the gateway\n"),

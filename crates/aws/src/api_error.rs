@@ -275,11 +275,15 @@ mod tests {
         let e = TransportError::new("x");
         let answer = |status, body: &str| answer_error("A", &raw(status, body, None), None, None, Faults::InBody, &e);
         // The query API's JSON, as a proxy imitating CloudFormation answers.
-        let trap = answer(403, r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy", "Type": "Sender"}}"#);
+        let trap =
+            answer(403, r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy", "Type": "Sender"}}"#);
         assert_eq!((trap.to_string().as_str(), trap.verdict()), ("ProxyTrap: refused by the proxy", Verdict::Terminal));
         // Flat JSON (awsJson, gateways), without a type: a 4xx is final all the same.
         let flat = answer(403, r#"{"code": "Forbidden", "message": "blocked\nby policy\u001b[31m"}"#);
-        assert_eq!((flat.to_string().as_str(), flat.verdict()), ("Forbidden: blocked by policy [31m", Verdict::Terminal));
+        assert_eq!(
+            (flat.to_string().as_str(), flat.verdict()),
+            ("Forbidden: blocked by policy [31m", Verdict::Terminal)
+        );
         let typed = answer(400, r#"{"__type": "com.amazonaws.sqs#QueueDoesNotExist", "message": "gone"}"#);
         assert_eq!(typed.to_string(), "QueueDoesNotExist: gone");
         // HTML: the status and the first line; final for a 4xx, retried for a 5xx.
@@ -297,8 +301,7 @@ mod tests {
     #[test]
     fn stated_reads_xml_and_json() {
         let xml = "<ErrorResponse><Error><Type>Sender</Type><Code>C</Code><Message>a &amp; b</Message></Error></ErrorResponse>";
-        let expected =
-            Stated { code: Some("C".into()), message: Some("a & b".into()), kind: Some("Sender".into()) };
+        let expected = Stated { code: Some("C".into()), message: Some("a & b".into()), kind: Some("Sender".into()) };
         assert_eq!(stated(xml), expected);
         assert_eq!(stated(r#"{"Error": {"Code": "C", "Message": "a & b", "Type": "Sender"}}"#), expected);
         assert_eq!(stated(r#"{"Code": "C", "Message": "a & b", "Type": "Sender"}"#), expected);
