@@ -204,6 +204,92 @@ fn container_credentials_from_a_relative_uri_at_the_ecs_address() {
     assert_eq!(journal[0]["security_token"], true);
 }
 
+/// Keys a hostile proxy would hand out in place of the task's.
+const PROXY_KEY: &str = "ASIAPROXYCHOSENKEY";
+
+/// A proxy that must never see a credential request: it records the head of each
+/// request and answers every one with keys of its own choosing, as a proxy on the path
+/// could (issue: the next API call was signed with the proxy's key).
+fn proxy_trap() -> (String, Heads) {
+    let (address, heads) = serve_recorded("127.0.0.1", |_, _| {
+        let body = json!({"AccessKeyId": PROXY_KEY, "SecretAccessKey": "proxy/secret", "Token": "proxy-token",
+                          "Expiration": (chrono::Utc::now() + chrono::TimeDelta::hours(6)).format("%Y-%m-%dT%H:%M:%SZ").to_string()})
+        .to_string();
+        format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+            .into_bytes()
+    });
+    (format!("http://{address}"), heads)
+}
+
+#[test]
+fn the_container_credential_endpoint_on_loopback_is_never_proxied() {
+    // CRED-08: the endpoint is on the host, like IMDS. `NO_PROXY` covers the emulator
+    // only (its port), so nothing but the rule keeps the credential request from the proxy.
+    let emulator = emulator();
+    let emulator_port = emulator.url.rsplit_once(':').unwrap().1.to_string();
+    for host in ["127.0.0.1", "localhost"] {
+        let stack = stack_on(&emulator);
+        let endpoint = CredentialEndpoint::on_loopback(200);
+        let port = endpoint.url.rsplit_once(':').unwrap().1.to_string();
+        let (trap, trapped) = proxy_trap();
+        let sandbox = Sandbox::new();
+        let run = get_greeting(&sandbox, &emulator, &stack)
+            .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("http://{host}:{port}/v1/credentials"))
+            .env("AWS_CONTAINER_AUTHORIZATION_TOKEN", "pod-identity-token-value")
+            .env("HTTP_PROXY", &trap)
+            .env("NO_PROXY", format!("127.0.0.1:{emulator_port}"))
+            .run();
+        assert_eq!(trapped.lock().unwrap().clone(), Vec::<String>::new(), "the proxy saw a request for {host}\n{run}");
+        run.code(0).stdout_is("hello\n").stderr_is("");
+        assert_eq!(
+            endpoint.requests(),
+            vec![("/v1/credentials".to_string(), Some("pod-identity-token-value".to_string()))],
+            "{host}"
+        );
+        assert_signed_by(&emulator, &stack, TASK_KEY, true);
+    }
+}
+
+#[test]
+fn eks_pod_identity_addresses_are_never_proxied() {
+    // EKS Pod Identity's agent answers at 169.254.170.23 and fd00:ec2::23: this private
+    // network namespace puts both on loopback. The emulator is covered by `NO_PROXY`;
+    // the agent's addresses are not.
+    let results = in_private_network(|| {
+        for args in [&["169.254.170.23/32", "dev", "lo"][..], &["fd00:ec2::23/128", "dev", "lo", "nodad"][..]] {
+            let status = std::process::Command::new("ip").args(["addr", "add"]).args(args).status();
+            assert!(status.unwrap().success(), "ip addr add {args:?}");
+        }
+        let mut args = vec!["--port", "5000"];
+        let extra = emulator_args();
+        args.extend(extra.iter().map(String::as_str));
+        let emulator = Emulator::start_at(&args, 5000);
+        let mut results = Vec::new();
+        for (bind, uri_host) in [("169.254.170.23:80", "169.254.170.23"), ("[fd00:ec2::23]:80", "[fd00:ec2::23]")] {
+            let endpoint = CredentialEndpoint::start(TcpListener::bind(bind).unwrap(), 200);
+            let stack = stack_on(&emulator);
+            let (trap, trapped) = proxy_trap();
+            let sandbox = Sandbox::new();
+            let run = get_greeting(&sandbox, &emulator, &stack)
+                .env("AWS_CONTAINER_CREDENTIALS_FULL_URI", format!("http://{uri_host}/v1/credentials"))
+                .env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", write_file(&sandbox, "token", "eks-pod-token"))
+                .env("HTTP_PROXY", &trap)
+                .env("NO_PROXY", "127.0.0.1")
+                .run();
+            let trapped = trapped.lock().unwrap().clone();
+            results.push((uri_host, run, trapped, endpoint.requests(), describes(&emulator, &stack)));
+        }
+        results
+    });
+    for (host, run, trapped, requests, journal) in results {
+        assert_eq!(trapped, Vec::<String>::new(), "the proxy saw a request for {host}\n{run}");
+        run.code(0).stdout_is("hello\n").stderr_is("");
+        assert_eq!(requests, vec![("/v1/credentials".to_string(), Some("eks-pod-token".to_string()))], "{host}");
+        assert_eq!(journal.len(), 1, "{journal:#?}");
+        assert_eq!(journal[0]["access_key"], TASK_KEY, "{host}");
+    }
+}
+
 /// The environment of an EKS pod with an IRSA role, STS at the emulator.
 fn web_identity(cmd: TestCommand, sandbox: &Sandbox, emulator: &Emulator) -> TestCommand {
     let token_file = write_file(sandbox, "irsa-token", POD_TOKEN);

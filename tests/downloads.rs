@@ -286,7 +286,9 @@ fn s3_credentials_never_go_to_other_hosts() {
 }
 
 #[test]
-fn a_redirect_to_s3_is_signed_again_and_the_first_hop_gets_nothing() {
+fn a_redirect_to_s3_from_a_source_without_credentials_stays_unsigned() {
+    // SEC-04: the first hop had no credentials, so the S3 hop gains none, even for a
+    // bucket a block lists; the private object is refused (403, not retried).
     let emulator = Emulator::shared();
     let (bucket, s3_url) = emulator.s3_object("moved.txt", b"moved here\n");
     let target = s3_url.clone();
@@ -297,12 +299,13 @@ fn a_redirect_to_s3_is_signed_again_and_the_first_hop_gets_nothing() {
         no_imds(),
         ProxyOptions::default(),
     );
-    let (bytes, info) = fetch(&d, &format!("{url}/somewhere"), None).unwrap();
-    assert_eq!(bytes, b"moved here\n");
-    assert_eq!((info.final_url.as_str(), info.auth.as_deref()), (s3_url.as_str(), Some("Keys")));
+    let err = fetch(&d, &format!("{url}/somewhere"), None).unwrap_err();
+    assert!(matches!(err, DownloadError::Http { status: 403, .. }), "{err}");
     assert!(authorization(&seen.lock().unwrap()[0]).is_none());
-    let signed = requests_to(&emulator, &format!("/{bucket}/moved.txt"));
-    assert_eq!(signed.last().unwrap()["auth_scheme"], "AWS4-HMAC-SHA256");
+    let gets: Vec<Value> =
+        requests_to(&emulator, &format!("/{bucket}/moved.txt")).into_iter().filter(|r| r["method"] == "GET").collect();
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert!(gets[0]["auth_scheme"].is_null() && gets[0]["status"] == 403, "{:#}", gets[0]);
 }
 
 #[test]

@@ -178,3 +178,57 @@ fn https_endpoints_are_verified_against_the_configured_authorities() {
         "{refused}"
     );
 }
+
+/// A proxy that refuses every request with `status` and `body` (of `content_type`), and
+/// records the head of each.
+fn refusing_proxy(status: &'static str, content_type: &'static str, body: &'static str) -> (String, Heads) {
+    let (address, heads) = serve_recorded("127.0.0.1", move |_, _| {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    });
+    (format!("http://{address}"), heads)
+}
+
+#[test]
+fn a_proxy_refusing_the_call_is_reported_by_its_code_and_message_at_once() {
+    // API-07, NET-03: a 4xx that is not throttling is final whatever its body. The code
+    // and message are read from JSON as from XML (the reference reads the JSON form);
+    // an HTML page gives the status and its first line. The endpoint is a closed port on
+    // loopback: only the proxy answers.
+    let json_body =
+        r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy at the gateway", "Type": "Sender"}}"#;
+    let html_body = "<html><head><title>403 Forbidden</title></head>\n<body>Access denied</body></html>";
+    let cases = [
+        (json_body, "application/json", "ProxyTrap: refused by the proxy at the gateway\n"),
+        (html_body, "text/html", "Unknown: HTTP 403 <html><head><title>403 Forbidden</title></head>\n"),
+    ];
+    for (body, content_type, message) in cases {
+        // cfn-get-metadata (DescribeStackResource, through the SDK).
+        let (proxy, heads) = refusing_proxy("403 Forbidden", content_type, body);
+        let sandbox = Sandbox::new();
+        let run = sandbox
+            .cmd("cfn-get-metadata")
+            .args(["-s", "st", "-r", "Instance", "--url", "http://127.0.0.1:1", "--http-proxy", &proxy])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .run();
+        run.code(1).stdout_is("").stderr_is(message);
+        assert_eq!(heads.lock().unwrap().len(), 1, "retried\n{run}");
+        assert!(run.elapsed < std::time::Duration::from_secs(5), "{run}");
+
+        // cfn-elect-cmd-leader (ElectCommandLeader, the query API's JSON).
+        let (proxy, heads) = refusing_proxy("403 Forbidden", content_type, body);
+        let run = sandbox
+            .cmd("cfn-elect-cmd-leader")
+            .args(["-s", "st", "-c", "deploy", "-i", "inv-1", "-l", "listener-1", "--url", "http://127.0.0.1:1"])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .env("HTTP_PROXY", &proxy)
+            .run();
+        run.stderr_has(message.trim_end());
+        assert_ne!(run.code, 0, "{run}");
+        assert_eq!(heads.lock().unwrap().len(), 1, "retried\n{run}");
+        assert!(run.elapsed < std::time::Duration::from_secs(5), "{run}");
+    }
+}

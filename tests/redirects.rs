@@ -200,6 +200,89 @@ fn a_redirect_to_the_instance_metadata_address_is_refused_without_a_request() {
     });
 }
 
+/// cfn-init writing `file` from `url` without naming a block, with the emulator and
+/// `more_s3` (`host:port`s) registered as S3 endpoints and `blocks` as the
+/// authentication.
+fn fetch_with_s3(sandbox: &Sandbox, emulator: &Emulator, more_s3: &[String], url: &str, blocks: Value) -> Run {
+    let target = sandbox.path("root/fetched");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let mut hosts = vec![emulator.url.trim_start_matches("http://").to_string()];
+    hosts.extend(more_s3.iter().cloned());
+    let entries: Vec<Value> = hosts.iter().map(|h| json!({"Region": "us-east-1", "Hostname": h})).collect();
+    let endpoints = sandbox.path("endpoints.json");
+    std::fs::write(&endpoints, json!({"Services": {"AmazonS3": {"Endpoints": entries}}}).to_string()).unwrap();
+    let metadata = json!({
+        "AWS::CloudFormation::Authentication": blocks,
+        "AWS::CloudFormation::Init": {"config": {"files": {target.display().to_string(): {"source": url}}}}
+    });
+    std::fs::write(sandbox.path("metadata.json"), metadata.to_string()).unwrap();
+    sandbox.cmd("cfn-init").arg("-v").arg(sandbox.path("metadata.json")).env("ENDPOINTS_OVERRIDE", &endpoints).run()
+}
+
+fn s3_block(buckets: &[&str]) -> Value {
+    json!({"type": "S3", "accessKeyId": ACCESS_KEY, "secretKey": SECRET_KEY, "buckets": buckets})
+}
+
+/// The emulator's journal of GETs of `path`: (signed with SigV4, status).
+fn s3_gets(emulator: &Emulator, path: &str) -> Vec<(bool, u64)> {
+    let all = emulator.get_json("/_emu/requests");
+    all.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "GET" && r["path"] == path)
+        .map(|r| (r["auth_scheme"] == "AWS4-HMAC-SHA256", r["status"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+#[test]
+fn a_source_without_credentials_never_gains_them_by_a_redirect_to_s3() {
+    // SEC-04: a server that asks for no credentials redirects to a private object in a
+    // bucket an S3 block lists. The hop is not signed, S3 refuses it, nothing is written
+    // (the reference refuses with 403 as well).
+    let emulator = Emulator::shared();
+    let (bucket, object_url) = emulator.s3_object("private.txt", b"private object\n");
+    let location = object_url.clone();
+    let (port, heads) = serve_on("127.0.0.1", move |_| redirect(&location));
+    let sandbox = Sandbox::new();
+    let url = format!("http://127.0.0.1:{port}/public");
+    let run = fetch_with_s3(&sandbox, &emulator, &[], &url, json!({"keys": s3_block(&[&bucket])}));
+    run.code(1).stderr_has(&format!("Failed to retrieve {url}: HTTP Error 403 : "));
+    assert!(!sandbox.path("root/fetched").exists(), "the private object was written\n{run}");
+    assert_eq!(heads.lock().unwrap().len(), 1);
+    assert_eq!(s3_gets(&emulator, &format!("/{bucket}/private.txt")), [(false, 403)], "{run}");
+}
+
+#[test]
+fn an_s3_redirect_is_signed_only_by_the_block_that_signed_the_first_request() {
+    // INIT-AUTH-07: an S3 URL that redirects to another S3 URL the same block covers is
+    // signed again there (a bucket answering from another endpoint)…
+    let emulator = Emulator::shared();
+    let (bucket, object_url) = emulator.s3_object("moved.txt", b"moved here\n");
+    let location = object_url.clone();
+    let (port, heads) = serve_on("127.0.0.1", move |_| redirect(&location));
+    let front = format!("127.0.0.1:{port}");
+    let sandbox = Sandbox::new();
+    let url = format!("http://{front}/{bucket}/moved.txt");
+    let blocks = json!({"keys": s3_block(&[&bucket])});
+    fetch_with_s3(&sandbox, &emulator, std::slice::from_ref(&front), &url, blocks).code(0);
+    assert_eq!(std::fs::read_to_string(sandbox.path("root/fetched")).unwrap(), "moved here\n");
+    let first = heads.lock().unwrap()[0].clone();
+    assert!(authorization(&first).is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")), "{first}");
+    assert_eq!(s3_gets(&emulator, &format!("/{bucket}/moved.txt")), [(true, 200)]);
+
+    // …but a hop to a bucket only another block lists gets nothing: that block never
+    // authenticated this request.
+    let (other, _) = emulator.s3_object("other.txt", b"other\n");
+    let location = format!("{}/{other}/other.txt", emulator.url);
+    let (port, _) = serve_on("127.0.0.1", move |_| redirect(&location));
+    let front = format!("127.0.0.1:{port}");
+    let url = format!("http://{front}/{bucket}/start.txt");
+    let blocks = json!({"first": s3_block(&[&bucket]), "second": s3_block(&[&other])});
+    let run = fetch_with_s3(&sandbox, &emulator, std::slice::from_ref(&front), &url, blocks);
+    run.code(1).stderr_has(&format!("Failed to retrieve {url}: HTTP Error 403 : "));
+    assert_eq!(s3_gets(&emulator, &format!("/{other}/other.txt")), [(false, 403)], "{run}");
+}
+
 /// An HTTPS server (Python's ssl module, from the emulator's environment) that answers
 /// every request with a redirect to `location` and records the Authorization headers.
 struct TlsRedirector {

@@ -3,6 +3,10 @@
 //! was (API-07), an answer without a readable error is `Unknown: HTTP <status> …`, no
 //! answer at all is `Could not reach <endpoint>: …`; the retry verdict follows from
 //! that (NET-03).
+//!
+//! An error answer need not come from the service: a proxy or a load balancer on the way
+//! answers in a format of its own (JSON, HTML). Its code and message are read from XML
+//! or JSON alike ([`stated`]), and a 4xx is final whatever its body ([`Verdict::of_remote`]).
 
 use crate::http::{self, TransportError};
 use crate::imds::ImdsError;
@@ -11,6 +15,7 @@ use crate::xml;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use serde_json::Value;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -110,31 +115,80 @@ fn answer_error(
             reason: format!("unreadable answer: {}", http::innermost(error)),
         };
     }
-    let code = code.map(str::to_string).or_else(|| xml::element(&text, "Code")).filter(|c| !c.is_empty());
-    match code {
+    let query_error = raw.headers().get("x-amzn-query-error");
+    let sdk = Stated { code: code.map(str::to_string), message: message.map(str::to_string), kind: None };
+    remote(status, &text, sdk, faults, query_error)
+}
+
+/// An error answer as [`Error::Remote`]: the code and message the SDK read (`sdk`), else
+/// those the body states in any format ([`stated`]); `Unknown` and the status and first
+/// line of the body when it states none.
+pub(crate) fn remote(status: u16, text: &str, sdk: Stated, faults: Faults, query_error: Option<&str>) -> Error {
+    let body = stated(text);
+    let sender_fault = match faults {
+        Faults::InBody => body.kind.as_deref() == Some("Sender"),
+        Faults::InHeader => match query_error.and_then(|v| v.split_once(';')) {
+            Some((_, fault)) => fault == "Sender",
+            None => (400..500).contains(&status),
+        },
+    };
+    match sdk.code.or(body.code).filter(|c| !c.is_empty()) {
         Some(code) => Error::Remote {
             status,
-            message: message.map(str::to_string).or_else(|| xml::element(&text, "Message")).unwrap_or_default(),
-            sender_fault: is_sender_fault(raw, &text, faults),
-            code,
+            message: sdk.message.or(body.message).map(|m| one_line(&m)).unwrap_or_default(),
+            sender_fault,
+            code: one_line(&code),
         },
         None => Error::Remote {
             status,
             code: "Unknown".into(),
-            message: http::unreadable_answer(status, &text),
+            message: http::unreadable_answer(status, text),
             sender_fault: false,
         },
     }
 }
 
-fn is_sender_fault(raw: &HttpResponse, text: &str, faults: Faults) -> bool {
-    match faults {
-        Faults::InBody => xml::element(text, "Type").as_deref() == Some("Sender"),
-        Faults::InHeader => match raw.headers().get("x-amzn-query-error").and_then(|v| v.split_once(';')) {
-            Some((_, fault)) => fault == "Sender",
-            None => (400..500).contains(&raw.status().as_u16()),
-        },
+/// What an error answer says about itself.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Stated {
+    pub code: Option<String>,
+    pub message: Option<String>,
+    /// `Type`: whose fault, `Sender` or `Receiver`.
+    pub kind: Option<String>,
+}
+
+/// The code, message and type an error body states, in whichever format it is: XML
+/// (awsQuery's `<ErrorResponse><Error>`, S3's `<Error>`), the query API's JSON
+/// (`{"Error": {"Code", "Message", "Type"}}`, the reference's format), or a flat JSON
+/// object (`{"code" | "Code" | "__type", "message" | "Message"}`, as awsJson services
+/// and the proxies and gateways that imitate them answer).
+pub(crate) fn stated(text: &str) -> Stated {
+    if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) {
+        let inner = object.get("Error").and_then(Value::as_object).unwrap_or(&object);
+        let field = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| inner.get(*n).and_then(Value::as_str))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        // awsJson's `__type` may carry the shape's namespace: `com.amazonaws.sqs#QueueDoesNotExist`.
+        let code = field(&["Code", "code", "__type"]).map(|c| c.rsplit('#').next().unwrap_or_default().to_string());
+        return Stated { code, message: field(&["Message", "message"]), kind: field(&["Type"]) };
     }
+    Stated {
+        code: xml::element(text, "Code"),
+        message: xml::element(text, "Message"),
+        kind: xml::element(text, "Type"),
+    }
+}
+
+/// A code or message from an answer, as one line of at most 1000 characters: whoever
+/// answered (a proxy, say) chose it, and it is printed and logged as it is.
+fn one_line(text: &str) -> String {
+    let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(1000).collect();
+    line.trim().to_string()
 }
 
 #[cfg(test)]
@@ -182,11 +236,20 @@ mod tests {
     #[test]
     fn faults_come_from_the_query_error_header() {
         let body = "<html>Bad Gateway</html>\nmore";
-        let fault = |status, header| is_sender_fault(&raw(status, body, header), body, Faults::InHeader);
-        assert!(fault(400, Some("AWS.SimpleQueueService.NonExistentQueue;Sender")));
-        assert!(!fault(400, Some("InternalError;Receiver")));
-        assert!(fault(400, None));
-        assert!(!fault(500, None));
+        let fault = |status, header| match remote(status, body, Stated::default(), Faults::InHeader, header) {
+            Error::Remote { sender_fault, .. } => sender_fault,
+            other => panic!("{other}"),
+        };
+        let sdk = |code: &str| Stated { code: Some(code.into()), ..Stated::default() };
+        let with_code = |status, header| match remote(status, body, sdk("C"), Faults::InHeader, header) {
+            Error::Remote { sender_fault, .. } => sender_fault,
+            other => panic!("{other}"),
+        };
+        assert!(with_code(400, Some("AWS.SimpleQueueService.NonExistentQueue;Sender")));
+        assert!(!with_code(400, Some("InternalError;Receiver")));
+        assert!(with_code(400, None));
+        assert!(!with_code(500, None));
+        assert!(!fault(502, None));
         let e = TransportError::new("x");
         let unreadable = answer_error("A", &raw(502, body, None), None, None, Faults::InHeader, &e);
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
@@ -205,5 +268,45 @@ mod tests {
             sender_fault: true,
         };
         assert_eq!(throttled.verdict(), Verdict::Throttled);
+    }
+
+    #[test]
+    fn answers_that_are_not_the_services_state_their_code_in_json_or_xml() {
+        let e = TransportError::new("x");
+        let answer = |status, body: &str| answer_error("A", &raw(status, body, None), None, None, Faults::InBody, &e);
+        // The query API's JSON, as a proxy imitating CloudFormation answers.
+        let trap =
+            answer(403, r#"{"Error": {"Code": "ProxyTrap", "Message": "refused by the proxy", "Type": "Sender"}}"#);
+        assert_eq!((trap.to_string().as_str(), trap.verdict()), ("ProxyTrap: refused by the proxy", Verdict::Terminal));
+        // Flat JSON (awsJson, gateways), without a type: a 4xx is final all the same.
+        let flat = answer(403, r#"{"code": "Forbidden", "message": "blocked\nby policy\u001b[31m"}"#);
+        assert_eq!(
+            (flat.to_string().as_str(), flat.verdict()),
+            ("Forbidden: blocked by policy [31m", Verdict::Terminal)
+        );
+        let typed = answer(400, r#"{"__type": "com.amazonaws.sqs#QueueDoesNotExist", "message": "gone"}"#);
+        assert_eq!(typed.to_string(), "QueueDoesNotExist: gone");
+        // HTML: the status and the first line; final for a 4xx, retried for a 5xx.
+        let html = answer(403, "<html><body>Access denied by the proxy</body></html>\n<p>more</p>");
+        assert_eq!(html.to_string(), "Unknown: HTTP 403 <html><body>Access denied by the proxy</body></html>");
+        assert_eq!(html.verdict(), Verdict::Terminal);
+        assert_eq!(answer(502, "<html>Bad Gateway</html>").verdict(), Verdict::Retriable);
+        // Throttling stays throttling, and a timeout is retried, whatever the body says.
+        assert_eq!(answer(429, "<html>Too Many Requests</html>").verdict(), Verdict::Throttled);
+        assert_eq!(answer(408, "{}").verdict(), Verdict::Retriable);
+        let receiver = answer(400, r#"{"Error": {"Code": "Odd", "Message": "m", "Type": "Receiver"}}"#);
+        assert_eq!(receiver.verdict(), Verdict::Terminal);
+    }
+
+    #[test]
+    fn stated_reads_xml_and_json() {
+        let xml = "<ErrorResponse><Error><Type>Sender</Type><Code>C</Code><Message>a &amp; b</Message></Error></ErrorResponse>";
+        let expected = Stated { code: Some("C".into()), message: Some("a & b".into()), kind: Some("Sender".into()) };
+        assert_eq!(stated(xml), expected);
+        assert_eq!(stated(r#"{"Error": {"Code": "C", "Message": "a & b", "Type": "Sender"}}"#), expected);
+        assert_eq!(stated(r#"{"Code": "C", "Message": "a & b", "Type": "Sender"}"#), expected);
+        for nothing in ["", "[]", r#""text""#, r#"{"Error": "Forbidden"}"#, "<html>x</html>", "Forbidden"] {
+            assert_eq!(stated(nothing).code, None, "{nothing}");
+        }
     }
 }

@@ -308,12 +308,11 @@ impl CloudFormation {
         headers.push(("Host", parts.netloc.clone()));
         tracing::debug!("{described}");
         let response = self.http.send("GET", &url, &headers, None).map_err(transport)?;
-        let body: Option<Value> = serde_json::from_slice(&response.body).ok();
         if response.is_success() {
-            return body
-                .ok_or_else(|| Error::Malformed { action: action.into(), reason: "the answer is not JSON".into() });
+            return serde_json::from_slice(&response.body)
+                .map_err(|_| Error::Malformed { action: action.into(), reason: "the answer is not JSON".into() });
         }
-        Err(remote_error(response.status, body.as_ref(), &response.text()))
+        Err(remote_error(response.status, &response.text()))
     }
 }
 
@@ -375,25 +374,10 @@ fn parse_metadata(action: &str, text: Option<&str>) -> Result<Option<Value>, Err
     }
 }
 
-/// API-07: `{"Error": {"Code", "Message", "Type"}}`; an unreadable error body is a
-/// retriable `Unknown` error, as in the reference.
-fn remote_error(status: u16, body: Option<&Value>, text: &str) -> Error {
-    let error = body.and_then(|b| b.get("Error"));
-    let field = |name: &str| error.and_then(|e| e.get(name)).and_then(Value::as_str).map(str::to_string);
-    match field("Code") {
-        Some(code) => Error::Remote {
-            status,
-            code,
-            message: field("Message").unwrap_or_default(),
-            sender_fault: field("Type").as_deref() == Some("Sender"),
-        },
-        None => Error::Remote {
-            status,
-            code: "Unknown".into(),
-            message: http::unreadable_answer(status, text),
-            sender_fault: false,
-        },
-    }
+/// API-07: `{"Error": {"Code", "Message", "Type"}}`, or whatever else an answer on the
+/// way states (`api_error::stated`); an unreadable error body is an `Unknown` error.
+fn remote_error(status: u16, text: &str) -> Error {
+    api_error::remote(status, text, api_error::Stated::default(), Faults::InBody, None)
 }
 
 #[cfg(test)]
@@ -406,7 +390,7 @@ mod tests {
     #[test]
     fn error_bodies_map_to_code_and_message() {
         let body = json!({"Error": {"Code": "ValidationError", "Message": "Stack x does not exist", "Type": "Sender"}});
-        let e = remote_error(400, Some(&body), "");
+        let e = remote_error(400, &body.to_string());
         assert_eq!(e.to_string(), "ValidationError: Stack x does not exist");
         assert_eq!(e.verdict(), Verdict::Terminal);
     }
@@ -414,7 +398,7 @@ mod tests {
     #[test]
     fn classification_follows_the_reference() {
         let remote = |status, code: &str, kind: &str| {
-            remote_error(status, Some(&json!({"Error": {"Code": code, "Message": "m", "Type": kind}})), "").verdict()
+            remote_error(status, &json!({"Error": {"Code": code, "Message": "m", "Type": kind}}).to_string()).verdict()
         };
         assert_eq!(remote(400, "Throttling", "Sender"), Verdict::Throttled);
         assert_eq!(remote(403, "InvalidClientTokenId", "Sender"), Verdict::Throttled);
@@ -422,7 +406,7 @@ mod tests {
         assert_eq!(remote(503, "ServiceUnavailable", "Receiver"), Verdict::Throttled);
         assert_eq!(remote(403, "SignatureDoesNotMatch", "Sender"), Verdict::Terminal);
         assert_eq!(remote(500, "InternalFailure", "Receiver"), Verdict::Retriable);
-        let unreadable = remote_error(502, None, "<html>Bad Gateway</html>\nmore");
+        let unreadable = remote_error(502, "<html>Bad Gateway</html>\nmore");
         assert_eq!(unreadable.to_string(), "Unknown: HTTP 502 <html>Bad Gateway</html>");
         assert_eq!(unreadable.verdict(), Verdict::Retriable);
         let transport = Error::Transport { endpoint: "x".into(), source: TransportError::new("refused") };

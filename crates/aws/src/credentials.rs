@@ -32,7 +32,8 @@ pub struct CredentialOptions {
     /// `--region`, when given: where STS and SSO are called for the SDK sources (else
     /// `AWS_REGION`, `AWS_DEFAULT_REGION`, us-east-1).
     pub region: Option<String>,
-    /// `--http-proxy`/`--https-proxy`, for the SDK sources' requests.
+    /// `--http-proxy`/`--https-proxy`, for the SDK sources' requests (STS, SSO; never the
+    /// container credential endpoint, which is on the host).
     pub proxies: ProxyOptions,
 }
 
@@ -156,8 +157,14 @@ pub fn choose(options: &CredentialOptions, imds: &Imds) -> Result<Source, Creden
             .or_else(|| env_nonempty("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
         tracing::debug!("Using credentials from {source}");
-        let http = Arc::new(HttpClient::new(options.proxies.clone(), crate::api_user_agent()));
-        return Ok(Source::Provided(ProvidedCredentials::new(source, &region, http)));
+        let user_agent = crate::api_user_agent();
+        let http = match source {
+            // The container credential endpoint is on the host (loopback, 169.254.170.2,
+            // EKS Pod Identity's 169.254.170.23 and fd00:ec2::23): like IMDS, never proxied.
+            SdkSource::Container { .. } => HttpClient::host_local(user_agent),
+            _ => HttpClient::new(options.proxies.clone(), user_agent),
+        };
+        return Ok(Source::Provided(ProvidedCredentials::new(source, &region, Arc::new(http))));
     }
 
     match (access_key, secret_key) {
@@ -214,7 +221,12 @@ impl RefreshingRole {
         self.cache.get(now, ROLE_REFRESH_MARGIN, || {
             let (credentials, expiry) =
                 fetch().map_err(|source| CredentialError::Role { role: self.role.clone(), source })?;
-            tracing::debug!("Retrieved credentials for role {}, expiring {:?}", self.role, expiry);
+            match expiry {
+                Some(at) => {
+                    tracing::debug!("Retrieved credentials for role {}, expiring {}", self.role, at.to_rfc3339())
+                }
+                None => tracing::debug!("Retrieved credentials for role {}, not expiring", self.role),
+            }
             Ok((credentials, expiry))
         })
     }

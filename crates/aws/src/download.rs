@@ -13,9 +13,10 @@
 //!   token header) — never SigV2 (SEC-SIGV2). When S3 says the bucket is in another
 //!   region (a URL without one, Transfer Acceleration), the request is signed again for
 //!   that region;
-//! * follows redirects itself: a redirect to an S3 URL is signed again for it
-//!   (INIT-AUTH-07), other hops get only the credentials `Authentication::select` allows
-//!   for them (SEC-04);
+//! * follows redirects itself: a hop may carry credentials only from the block that
+//!   authenticated the first request, where `Authentication::select` still gives that
+//!   block for it (SEC-04) — so a redirect from one S3 URL to another is signed again
+//!   (INIT-AUTH-07), and a request that started without credentials never gains them;
 //! * checks the MD5 of the body against the ETag when the final URL is S3, the ETag is
 //!   a plain MD5 (no `-`, i.e. not multipart) and the object is not SSE-KMS/SSE-C.
 
@@ -166,10 +167,22 @@ impl Downloader {
         let mut hop = Hop::First;
         // Once a redirect has left HTTPS for plain HTTP, no later hop gets credentials.
         let mut downgraded = false;
+        // The block that authenticated the first request: the only one a redirect hop may
+        // use, and only where it still applies (an S3 → S3 redirect is signed again). A
+        // request that started without credentials never gains them: a server without
+        // authentication must not get a private object fetched with our keys by
+        // redirecting to it.
+        let mut first_block: Option<String> = None;
         for _ in 0..=MAX_REDIRECTS {
             let s3 = s3url::parse(&current, &self.endpoints);
-            let selected = if downgraded { None } else { self.auth.select(&current, s3.as_ref(), named, &source_host) };
+            let selected = self
+                .auth
+                .select(&current, s3.as_ref(), named, &source_host)
+                .filter(|s| !downgraded && (hop == Hop::First || first_block.as_deref() == Some(s.name())));
             let prepared = self.prepare(&current, s3.as_ref(), selected, region_fix.as_deref())?;
+            if hop == Hop::First {
+                first_block = prepared.auth.clone();
+            }
             let mut response =
                 self.http.stream("GET", &prepared.url, &prepared.headers, hop).map_err(DownloadError::Transport)?;
 
@@ -292,7 +305,7 @@ impl Downloader {
     fn role_credentials(&self, role: &str) -> Result<Credentials, String> {
         // IAM role names are [\w+=,.@-]; anything else must not reach the IMDS path.
         if role.is_empty() || !role.bytes().all(|b| b.is_ascii_alphanumeric() || b"+=,.@_-".contains(&b)) {
-            return Err(format!("{role:?} is not a valid IAM role name"));
+            return Err(format!("'{}' is not a valid IAM role name", role.escape_debug()));
         }
         let mut cache = self.roles.lock().unwrap_or_else(|e| e.into_inner());
         let now = Utc::now();

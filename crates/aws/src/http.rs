@@ -120,6 +120,9 @@ pub fn parts_of(url: &url::Url) -> UrlParts {
 
 pub struct HttpClient {
     proxies: ProxyOptions,
+    /// Never proxied, whatever the options and the environment say: a host-local
+    /// service (the container credential endpoint), like IMDS.
+    host_local: bool,
     user_agent: String,
     clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
     /// The bound on each API attempt: `ATTEMPT_TIMEOUT`, shorter only as a test aid.
@@ -266,7 +269,10 @@ fn read_reason(e: reqwest::Error) -> String {
 
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClient").field("proxies", &self.proxies).finish_non_exhaustive()
+        f.debug_struct("HttpClient")
+            .field("proxies", &self.proxies)
+            .field("host_local", &self.host_local)
+            .finish_non_exhaustive()
     }
 }
 
@@ -274,10 +280,19 @@ impl HttpClient {
     pub fn new(proxies: ProxyOptions, user_agent: impl Into<String>) -> Self {
         HttpClient {
             proxies,
+            host_local: false,
             user_agent: user_agent.into(),
             clients: Mutex::new(HashMap::new()),
             attempt_timeout: ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// A client for a service on the host itself (the container credential endpoint of
+    /// ECS and EKS Pod Identity): never proxied, neither by `--http-proxy` nor by
+    /// `HTTP_PROXY`. A proxy would see the authorization token and the keys, and could
+    /// answer with keys of its own choosing.
+    pub fn host_local(user_agent: impl Into<String>) -> Self {
+        HttpClient { host_local: true, ..HttpClient::new(ProxyOptions::default(), user_agent) }
     }
 
     /// Bounds each attempt by `limit` instead of `ATTEMPT_TIMEOUT` (a test aid: a soak
@@ -372,7 +387,7 @@ impl HttpClient {
         let host = parsed.host_str().unwrap_or_default();
         // Link-local services (the ECS and EKS Pod Identity credential endpoints,
         // 169.254.170.2 and 169.254.170.23) live on the host itself, like IMDS: never proxied.
-        let proxy = if is_link_local_host(&parsed) {
+        let proxy = if self.host_local || is_link_local_host(&parsed) {
             None
         } else {
             proxy::choose(scheme, host, parsed.port(), &self.proxies, &|n| std::env::var(n).ok())

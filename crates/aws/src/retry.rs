@@ -20,11 +20,15 @@ pub enum Verdict {
 impl Verdict {
     /// An AWS query-API error answer, as the reference classified it for CloudFormation
     /// and SQS alike (NET-03): 503 and the throttling and key propagation codes are
-    /// throttling, `Sender` faults are final, everything else is retried.
+    /// throttling (and 429, throttling by definition), `Sender` faults are final,
+    /// everything else is retried. Unlike the reference, any other 4xx is final whatever
+    /// its body says (408, a timeout, excepted): a proxy or load balancer refusing the
+    /// call with a body of its own will refuse it again, and five tries only add 11 s
+    /// before the same error.
     pub fn of_remote(status: u16, code: &str, sender_fault: bool) -> Verdict {
-        if status == 503 || matches!(code, "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId") {
+        if matches!(status, 429 | 503) || matches!(code, "Throttling" | "InvalidAccessKeyId" | "InvalidClientTokenId") {
             Verdict::Throttled
-        } else if sender_fault {
+        } else if sender_fault || ((400..500).contains(&status) && status != 408) {
             Verdict::Terminal
         } else {
             Verdict::Retriable
