@@ -55,6 +55,9 @@ pub struct DownloadInfo {
     pub s3: Option<S3Location>,
     /// The authentication block used for the final request.
     pub auth: Option<String>,
+    /// Whether an authentication block went with any request of it, the final one or
+    /// one that was redirected (content got with credentials is not shown by `plan`).
+    pub authenticated: bool,
 }
 
 /// Why a download failed. `Display` is the reason only; cfn-init prints
@@ -166,10 +169,12 @@ impl Downloader {
         let mut hop = Hop::First;
         // Once a redirect has left HTTPS for plain HTTP, no later hop gets credentials.
         let mut downgraded = false;
+        let mut authenticated = false;
         for _ in 0..=MAX_REDIRECTS {
             let s3 = s3url::parse(&current, &self.endpoints);
             let selected = if downgraded { None } else { self.auth.select(&current, s3.as_ref(), named, &source_host) };
             let prepared = self.prepare(&current, s3.as_ref(), selected, region_fix.as_deref())?;
+            authenticated |= prepared.auth.is_some();
             let mut response =
                 self.http.stream("GET", &prepared.url, &prepared.headers, hop).map_err(DownloadError::Transport)?;
 
@@ -231,7 +236,7 @@ impl Downloader {
                 check_etag(&response.headers, &md5)?;
             }
             tracing::debug!("Retrieved {} ({bytes} bytes)", http::redact_url(&current));
-            return Ok(DownloadInfo { final_url: current, bytes, md5, etag, s3, auth: prepared.auth });
+            return Ok(DownloadInfo { final_url: current, bytes, md5, etag, s3, auth: prepared.auth, authenticated });
         }
         Err(DownloadError::TooManyRedirects)
     }

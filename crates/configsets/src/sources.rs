@@ -1037,7 +1037,7 @@ impl<'a, 'b> Writer<'a, 'b> {
 mod tests {
     use super::*;
     use crate::document::Sections;
-    use crate::environment::Fetch;
+    use crate::environment::{Fetch, Fetched};
     use std::collections::HashMap;
     use std::io::Write;
     use std::os::unix::ffi::OsStringExt;
@@ -1053,10 +1053,10 @@ mod tests {
     }
 
     impl Fetch for FakeFetch {
-        fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String> {
+        fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<Fetched, String> {
             self.asked.lock().unwrap().push((url.to_string(), authentication.map(str::to_string)));
             let body = self.bodies.get(url).ok_or("HTTP Error 404 : Not Found")?;
-            dest.write_all(body).map_err(|e| e.to_string())
+            dest.write_all(body).map(|()| Fetched::default()).map_err(|e| e.to_string())
         }
     }
 
