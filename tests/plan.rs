@@ -576,3 +576,24 @@ fn a_template_resource_is_planned_as_render_resolves_it() {
     plan(&sandbox, &["-t", &template, "-s", "stack", "-r", "Web"]).code(1).stderr_has("cannot be used with");
     plan(&sandbox, &["-t", &template, "-r", "Nope"]).code(1).stderr_has("Nope");
 }
+
+/// The harness's check of what users read (tests/common, issue 22, item 11) tells Rust's
+/// `Debug` text from the reference's Python text.
+#[test]
+fn the_harness_tells_rust_debug_text_from_python_text() {
+    use common::rust_debug_text;
+    for rust in
+        ["expiring Some(2026-01-01T00:00:00Z)", "got Ok(())", "x: Err(e)", "expiring None", "uid: None, gid: 0", "(None)"]
+    {
+        assert!(rust_debug_text(&format!("first line\n{rust}\n")).is_some(), "{rust}");
+    }
+    for python in [
+        "RemoteError: [Errno None] ('Connection aborted.', error(111, 'Connection refused'))",
+        "[1, 'a', True, None, 1.5, {'k': None}, [None]]",
+        "None of the commands ran",
+        "NoneType",
+        "handleSome(x) isOk(1)",
+    ] {
+        assert_eq!(rust_debug_text(python), None, "{python}");
+    }
+}
