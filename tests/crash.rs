@@ -982,7 +982,8 @@ fn a_live_writer_in_another_pid_namespace_keeps_its_temporary_file() {
     std::fs::write(&writer_metadata, doc.to_string()).unwrap();
     let other = shared.join("other.txt");
     let other_metadata = sandbox.path("other.json");
-    let doc = json!({"AWS::CloudFormation::Init": {"config": {"files": {other.to_str().unwrap(): {"content": "other\n"}}}}});
+    let doc =
+        json!({"AWS::CloudFormation::Init": {"config": {"files": {other.to_str().unwrap(): {"content": "other\n"}}}}});
     std::fs::write(&other_metadata, doc.to_string()).unwrap();
 
     // The writer's pid in its namespace is one no process has here.

@@ -343,7 +343,9 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
     let before = snapshot(sandbox.dir.path());
     let run = plan_env(&sandbox, &[metadata.to_str().unwrap()], &endpoints);
     run.code(2).stderr_is("");
-    let withheld = |what: &str, reason: &str, change: String| format!("~ files: {what}\n      (content withheld: {reason}; {change})\n");
+    let withheld = |what: &str, reason: &str, change: String| {
+        format!("~ files: {what}\n      (content withheld: {reason}; {change})\n")
+    };
     let sized = |bytes: &[u8]| format!("{} bytes, sha256 {}", bytes.len(), digest(bytes));
     for line in [
         withheld(
@@ -351,7 +353,11 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
             "fetched with credentials",
             format!("{} -> {}", sized(b"public old\n"), sized(b"basic-s3cr3t page\n")),
         ),
-        withheld(&format!("create {} (mode 0644)", p("bucket.txt")), "fetched with credentials", sized(b"bucket-s3cr3t body\n")),
+        withheld(
+            &format!("create {} (mode 0644)", p("bucket.txt")),
+            "fetched with credentials",
+            sized(b"bucket-s3cr3t body\n"),
+        ),
         withheld(
             &format!("create {} (mode 0600)", p("private.txt")),
             "the file would not be world-readable (mode 0600)",
@@ -381,12 +387,7 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
 }
 
 fn plan_env(sandbox: &Sandbox, args: &[&str], endpoints: &Path) -> Run {
-    sandbox
-        .cmd_via(binary(), "cfn-bootstrap plan")
-        .arg("plan")
-        .args(args)
-        .env("ENDPOINTS_OVERRIDE", endpoints)
-        .run()
+    sandbox.cmd_via(binary(), "cfn-bootstrap plan").arg("plan").args(args).env("ENDPOINTS_OVERRIDE", endpoints).run()
 }
 
 // ---------------------------------------------------------------------------
@@ -582,9 +583,14 @@ fn a_template_resource_is_planned_as_render_resolves_it() {
 #[test]
 fn the_harness_tells_rust_debug_text_from_python_text() {
     use common::rust_debug_text;
-    for rust in
-        ["expiring Some(2026-01-01T00:00:00Z)", "got Ok(())", "x: Err(e)", "expiring None", "uid: None, gid: 0", "(None)"]
-    {
+    for rust in [
+        "expiring Some(2026-01-01T00:00:00Z)",
+        "got Ok(())",
+        "x: Err(e)",
+        "expiring None",
+        "uid: None, gid: 0",
+        "(None)",
+    ] {
         assert!(rust_debug_text(&format!("first line\n{rust}\n")).is_some(), "{rust}");
     }
     for python in [

@@ -216,7 +216,9 @@ impl RefreshingRole {
                 fetch().map_err(|source| CredentialError::Role { role: self.role.clone(), source })?;
             // The same words as credentials from elsewhere (provided.rs), never `Some(…)`.
             match expiry {
-                Some(at) => tracing::debug!("Retrieved credentials for role {}, expiring {}", self.role, at.to_rfc3339()),
+                Some(at) => {
+                    tracing::debug!("Retrieved credentials for role {}, expiring {}", self.role, at.to_rfc3339())
+                }
                 None => tracing::debug!("Retrieved credentials for role {}, not expiring", self.role),
             }
             Ok((credentials, expiry))

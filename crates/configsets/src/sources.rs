@@ -937,7 +937,12 @@ impl<'a, 'b> Writer<'a, 'b> {
                 {
                     return Err(self.archive.replaces_link(&member.name, earlier));
                 }
-                self.replace(member, &dir, &dest, |dir, tmp| Ok(rustix::fs::symlinkat(link, dir, tmp).map(|()| None)?))?;
+                self.replace(
+                    member,
+                    &dir,
+                    &dest,
+                    |dir, tmp| Ok(rustix::fs::symlinkat(link, dir, tmp).map(|()| None)?),
+                )?;
                 self.links.insert(dest, (index, member.name.clone()));
                 Ok(())
             }

@@ -174,10 +174,7 @@ pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
     }
     let Ok(names) = crate::dir_names::of_fd(dir) else { return 0 };
     let euid = rustix::process::geteuid().as_raw();
-    names
-        .iter()
-        .filter(|name| maker(name.as_bytes()).is_some_and(gone) && remove_abandoned(dir, name, euid))
-        .count()
+    names.iter().filter(|name| maker(name.as_bytes()).is_some_and(gone) && remove_abandoned(dir, name, euid)).count()
 }
 
 /// Removes `name` from `dir` when it is ours and no writer holds it (module comment).

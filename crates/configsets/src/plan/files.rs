@@ -266,7 +266,9 @@ mod tests {
         // sha256("old") = cba06b57…, sha256("new") = 11507a0e…
         assert_eq!(
             shown_change("/etc/secret", Some(b"old"), b"new", Some("fetched with credentials")),
-            ["(content withheld: fetched with credentials; 3 bytes, sha256 cba06b5736fa -> 3 bytes, sha256 11507a0e2f5e)"]
+            [
+                "(content withheld: fetched with credentials; 3 bytes, sha256 cba06b5736fa -> 3 bytes, sha256 11507a0e2f5e)"
+            ]
         );
         let big = vec![b'a'; MAX_SHOWN + 1];
         assert_eq!(shown_change("/a", None, &big, None).len(), 1);
@@ -277,10 +279,7 @@ mod tests {
         assert_eq!(withheld(false, None, 0o644), None);
         assert_eq!(withheld(false, Some(0o604), 0o644), None);
         assert_eq!(withheld(true, Some(0o644), 0o644).as_deref(), Some("fetched with credentials"));
-        assert_eq!(
-            withheld(false, None, 0o640).as_deref(),
-            Some("the file would not be world-readable (mode 0640)")
-        );
+        assert_eq!(withheld(false, None, 0o640).as_deref(), Some("the file would not be world-readable (mode 0640)"));
         assert_eq!(
             withheld(false, Some(0o600), 0o644).as_deref(),
             Some("the file is not world-readable now (mode 0600)")
