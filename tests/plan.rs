@@ -597,6 +597,7 @@ fn the_harness_tells_rust_debug_text_from_python_text() {
         "RemoteError: [Errno None] ('Connection aborted.', error(111, 'Connection refused'))",
         "[1, 'a', True, None, 1.5, {'k': None}, [None]]",
         "None of the commands ran",
+        "[DEBUG] Action for hook output: <None>",
         "NoneType",
         "handleSome(x) isOk(1)",
     ] {

@@ -235,6 +235,7 @@ impl TestCommand {
 /// Rust's (Python prints none of them). `None` is Python's word too, and the reference's
 /// text keeps it, so a whole-word `None` counts only where Python does not print it:
 /// not `[Errno None]` (the reference's IOError text, SPEC §2: `[Errno <code or None>]`),
+/// not `<None>` (cfn-hup's empty action output, tests/golden/cmd-hooks),
 /// not an item of a Python repr (`{'k': None}`, `[1, None]`, `(None, 2)`: a Mustache
 /// list renders so), and not English (`None of them`: a space and a letter follow).
 /// What is left is Rust's: `expiring None`, `uid: None,`, `(None)`. (Rust's `[None,
@@ -255,6 +256,7 @@ pub fn rust_debug_text(text: &str) -> Option<(&'static str, &str)> {
             }
             let next = after.chars().next();
             let python = before.ends_with("Errno ")
+                || (before.ends_with('<') && next == Some('>'))
                 || before.ends_with("': ")
                 || (before.ends_with(", ") && next.is_some_and(|c| ",)]}".contains(c)))
                 || (before.ends_with('[') && next.is_some_and(|c| ",]".contains(c)))
