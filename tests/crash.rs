@@ -999,7 +999,7 @@ fn a_live_writer_in_another_pid_namespace_keeps_its_temporary_file() {
     let temp = || names_in(&shared).into_iter().find(|name| is_temp_of(name, "download.bin"));
     wait_until(Duration::from_secs(60), "the writer's temporary file", || temp().is_some());
     let temp = temp().unwrap();
-    let pid: u32 = temp.rsplitn(4, '.').nth(2).unwrap().parse().unwrap();
+    let pid: u32 = temp.rsplit('.').nth(2).unwrap().parse().unwrap();
     assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{temp}: pid {pid} is not free here");
 
     // cfn-init of the other container writes beside it: its clean-up sees the file.
