@@ -15,6 +15,9 @@
 //!   `commands_run.json`, cfn-init's `metadata.json` and its origin record always parse,
 //!   and the next, unkilled pass stores exactly the stack's values. Its sandbox is on
 //!   the disk, where the state files' syncs take time for kills to land in.
+//! * a live writer in another PID namespace (issue 22, item 9): a cfn-init on a volume
+//!   shared with another container keeps its temporary file while another cfn-init
+//!   cleans up leftovers in the same directory, and completes.
 //!
 //! Kill moments are drawn uniformly over the length of an unkilled run (the median of
 //! the last ones: measured first, then every eighth run is left to finish, and must
@@ -922,4 +925,98 @@ fn cfn_hup_killed_at_random_moments_leaves_state_that_parses_and_a_next_pass_tha
         tally.violation(format!("temporary files left after a completed pass: {temps:?}"));
     }
     tally.finish();
+}
+
+// ---------------------------------------------------------------------------
+// A live writer in another PID namespace (issue 22, item 9)
+// ---------------------------------------------------------------------------
+
+/// A pid no process has here, nor the one after it (searched from the top: pids are
+/// handed out upwards, so they stay free for the length of a test).
+fn free_pid_here() -> u32 {
+    let max: u32 = read(Path::new("/proc/sys/kernel/pid_max")).trim().parse().unwrap();
+    let free = |pid: u32| !Path::new(&format!("/proc/{pid}")).exists();
+    (max / 2..max - 1).rev().find(|pid| free(*pid) && free(pid + 1)).expect("a free pid")
+}
+
+/// Serves one download: the head and half of `body`, then the rest once `release`
+/// says so. Returns the URL.
+fn stalled_download(body: Vec<u8>, release: std::sync::mpsc::Receiver<()>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/download", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+            line.clear();
+        }
+        let half = body.len() / 2;
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body[..half]));
+        let _ = stream.flush();
+        let _ = release.recv();
+        let _ = stream.write_all(&body[half..]);
+    });
+    url
+}
+
+/// Two containers share a volume: cfn-init in one (here: a PID namespace of its own,
+/// whose pids mean nothing in this one) is downloading a file into its temporary file
+/// when cfn-init in the other writes in the same directory and cleans up leftovers
+/// there. The writer's file is locked, so it is kept whatever its pid says here, and the
+/// writer completes; before, a temporary file whose pid had no process here was taken
+/// for a leftover and removed under the writer, whose rename then failed.
+#[test]
+fn a_live_writer_in_another_pid_namespace_keeps_its_temporary_file() {
+    let sandbox = Sandbox::new();
+    let shared = sandbox.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let body: Vec<u8> = (0..256 * 1024).map(|i| b'a' + (i % 26) as u8).collect();
+    let (release, released) = std::sync::mpsc::channel();
+    let url = stalled_download(body.clone(), released);
+    let target = shared.join("download.bin");
+    let writer_metadata = sandbox.path("writer.json");
+    let doc = json!({"AWS::CloudFormation::Init": {"config": {"files": {target.to_str().unwrap(): {"source": url}}}}});
+    std::fs::write(&writer_metadata, doc.to_string()).unwrap();
+    let other = shared.join("other.txt");
+    let other_metadata = sandbox.path("other.json");
+    let doc =
+        json!({"AWS::CloudFormation::Init": {"config": {"files": {other.to_str().unwrap(): {"content": "other\n"}}}}});
+    std::fs::write(&other_metadata, doc.to_string()).unwrap();
+
+    // The writer's pid in its namespace is one no process has here.
+    let last = free_pid_here();
+    let script = format!("echo {last} > /proc/sys/kernel/ns_last_pid && \"$@\"; exit $?");
+    let mut writer = sandbox
+        .cmd_via("unshare", "cfn-init in a PID namespace of its own")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", &script, "sh"])
+        .arg(sandbox.path("bin/cfn-init"))
+        .arg(&writer_metadata)
+        .cmd;
+    let writer = writer.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("unshare (these tests need root)");
+    let temp = || names_in(&shared).into_iter().find(|name| is_temp_of(name, "download.bin"));
+    wait_until(Duration::from_secs(60), "the writer's temporary file", || temp().is_some());
+    let temp = temp().unwrap();
+    let pid: u32 = temp.rsplit('.').nth(2).unwrap().parse().unwrap();
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{temp}: pid {pid} is not free here");
+
+    // cfn-init of the other container writes beside it: its clean-up sees the file.
+    sandbox.cmd("cfn-init").arg(&other_metadata).run().code(0).stderr_is("");
+    assert_eq!(read(&other), "other\n");
+    assert!(names_in(&shared).contains(&temp), "the live writer's {temp} was removed: {:?}", names_in(&shared));
+
+    release.send(()).unwrap();
+    let out = writer.wait_with_output().unwrap();
+    let shown = format!(
+        "exit {:?}\nstdout: {}\nstderr: {}\nlog: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        sandbox.log("cfn-init.log")
+    );
+    assert!(out.status.success(), "the writer failed\n{shown}");
+    assert!(std::fs::read(&target).unwrap() == body, "{} is not the download\n{shown}", target.display());
+    assert!(!names_in(&shared).iter().any(|name| name.ends_with(".cfn-tmp")), "{:?}", names_in(&shared));
 }

@@ -1229,7 +1229,9 @@ fn role_credentials_are_kept_between_passes_and_instance_identity_is_the_default
     .unwrap();
     let reaper = Reaper::new(&hup.pid_path());
     let mut cmd =
-        hup.cmd().arg("-F").env(INTERVAL_VAR, "0.3").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &hup.emulator.url);
+        // Verbose: the role's credentials are logged, their expiry in words (the harness
+        // checks the log for Rust Debug text at the next run).
+        hup.cmd().args(["-F", "-v"]).env(INTERVAL_VAR, "0.3").env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &hup.emulator.url);
     cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     let pid = reaper.adopt(cmd.cmd.spawn().unwrap());
     wait_until(Duration::from_secs(20), "four passes", || hup.describe_calls().len() >= 4);

@@ -1,7 +1,8 @@
 //! `cfn-bootstrap plan` (issue 14, item 3): what cfn-init would change, changing nothing.
 //!
 //! In a sandbox (files, commands, inputs, errors, exit codes), against the emulator (a
-//! stack resource's metadata, an authenticated S3 download never shown), and as root in
+//! stack resource's metadata; content got with credentials, or of a file that is not
+//! world-readable, never shown: issue 22, item 4), and as root in
 //! the Debian test root (packages, groups, users, services; the root's upper layer is
 //! snapshotted around each plan to show that nothing changed; after a real cfn-init run
 //! the plan says nothing would change).
@@ -17,6 +18,12 @@ use std::path::Path;
 
 fn plan(sandbox: &Sandbox, args: &[&str]) -> Run {
     sandbox.cmd_via(binary(), "cfn-bootstrap plan").arg("plan").args(args).run()
+}
+
+/// The digest `plan` shows of content it withholds: the first 12 hex digits of SHA-256.
+fn digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn metadata_file(sandbox: &Sandbox, init: Value) -> String {
@@ -94,7 +101,7 @@ fn files_show_a_unified_diff_and_nothing_is_written() {
             "files": {
                 p("app.conf"): {"content": "port=8080\nname=web\n"},
                 p("same.txt"): {"content": "unchanged\n", "mode": "000640"},
-                p("new/dir/created.txt"): {"content": "hello {{who}}\n", "context": {"who": "world"}, "mode": "000600"},
+                p("new/dir/created.txt"): {"content": "hello {{who}}\n", "context": {"who": "world"}, "mode": "000644"},
                 p("tool.bin"): {"content": "f0VMRgACAw==", "encoding": "base64"},
                 p("link"): {"content": p("same.txt"), "mode": "120777"}
             },
@@ -116,7 +123,7 @@ fn files_show_a_unified_diff_and_nothing_is_written() {
     assert!(out.contains(&diff), "{run}");
     // A Mustache template rendered (INIT-FILES-06), a new file from /dev/null.
     let created = format!(
-        "~ files: create {0} (mode 0600)\n      --- /dev/null\n      +++ {0}\n      @@ -0,0 +1 @@\n      +hello world\n",
+        "~ files: create {0} (mode 0644)\n      --- /dev/null\n      +++ {0}\n      @@ -0,0 +1 @@\n      +hello world\n",
         p("new/dir/created.txt")
     );
     assert!(out.contains(&created), "{run}");
@@ -269,7 +276,9 @@ fn a_stack_resource_is_planned_and_authenticated_content_is_never_shown() {
     assert!(run.stdout.contains(&format!("      -old\n      +from-{stack}-\n")), "{run}");
     assert!(
         run.stdout.contains(&format!(
-            "~ files: change {secret_file}: content\n      (content from an authenticated source, not shown)\n"
+            "~ files: change {secret_file}: content\n      (content withheld: fetched with credentials; 11 bytes, sha256 {} -> 23 bytes, sha256 {})\n",
+            digest(b"old secret\n"),
+            digest(b"new secret s3cr3t-body\n")
         )),
         "{run}"
     );
@@ -289,6 +298,96 @@ fn a_stack_resource_is_planned_and_authenticated_content_is_never_shown() {
         .cloned()
         .collect();
     assert!(!gets.is_empty() && gets.iter().all(|r| r["auth_scheme"] == "AWS4-HMAC-SHA256" && r["status"] == 200));
+}
+
+/// Issue 22, item 4: what came with credentials chosen by default (basic by `uris`, S3
+/// by `buckets`: the files name no `authentication`), and the old or new content of a
+/// file that is not world-readable, is never printed: only that it changes, its size
+/// and a short digest.
+#[test]
+fn content_got_with_credentials_or_not_world_readable_is_withheld() {
+    let emulator = Emulator::shared();
+    let sandbox = Sandbox::new();
+    let expected = "Basic dXNlcjpwYXNz"; // user:pass
+    let (address, heads) = common::serve_recorded("127.0.0.1", move |_, head| {
+        let authorized = head.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: {expected}")));
+        let (status, body) = if authorized { ("200 OK", "basic-s3cr3t page\n") } else { ("401 Unauthorized", "no") };
+        format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes()
+    });
+    let (bucket, url) = emulator.s3_object(&unique("bucket-secret"), b"bucket-s3cr3t body\n");
+    let p = |name: &str| sandbox.path(name).display().to_string();
+    let mode = |path: &str, mode: u32| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
+    };
+    std::fs::write(p("basic.txt"), "public old\n").unwrap();
+    mode(&p("basic.txt"), 0o644);
+    std::fs::write(p("root-only.txt"), "root-only old s3cr3t\n").unwrap();
+    mode(&p("root-only.txt"), 0o600);
+    let metadata = sandbox.path("metadata.json");
+    let document = json!({
+        "AWS::CloudFormation::Authentication": {
+            "web": {"type": "basic", "username": "user", "password": "pass", "uris": [format!("http://{address}")]},
+            "keys": {"type": "S3", "accessKeyId": ACCESS_KEY, "secretKey": SECRET_KEY, "buckets": [bucket]}
+        },
+        "AWS::CloudFormation::Init": {"config": {"files": {
+            p("basic.txt"): {"source": format!("http://{address}/page"), "mode": "000644"},
+            p("bucket.txt"): {"source": url, "mode": "000644"},
+            p("private.txt"): {"content": "private-s3cr3t token\n", "mode": "000600"},
+            p("root-only.txt"): {"content": "now public\n", "mode": "000644"},
+            p("public.txt"): {"content": "public\n", "mode": "000644"}
+        }}}
+    });
+    std::fs::write(&metadata, document.to_string()).unwrap();
+    let endpoints = sandbox.path("endpoints.json");
+    std::fs::write(&endpoints, emulator.s3_endpoints_document()).unwrap();
+    let before = snapshot(sandbox.dir.path());
+    let run = plan_env(&sandbox, &[metadata.to_str().unwrap()], &endpoints);
+    run.code(2).stderr_is("");
+    let withheld = |what: &str, reason: &str, change: String| {
+        format!("~ files: {what}\n      (content withheld: {reason}; {change})\n")
+    };
+    let sized = |bytes: &[u8]| format!("{} bytes, sha256 {}", bytes.len(), digest(bytes));
+    for line in [
+        withheld(
+            &format!("change {}: content", p("basic.txt")),
+            "fetched with credentials",
+            format!("{} -> {}", sized(b"public old\n"), sized(b"basic-s3cr3t page\n")),
+        ),
+        withheld(
+            &format!("create {} (mode 0644)", p("bucket.txt")),
+            "fetched with credentials",
+            sized(b"bucket-s3cr3t body\n"),
+        ),
+        withheld(
+            &format!("create {} (mode 0600)", p("private.txt")),
+            "the file would not be world-readable (mode 0600)",
+            sized(b"private-s3cr3t token\n"),
+        ),
+        withheld(
+            &format!("change {}: content, mode 0600 -> 0644", p("root-only.txt")),
+            "the file is not world-readable now (mode 0600)",
+            format!("{} -> {}", sized(b"root-only old s3cr3t\n"), sized(b"now public\n")),
+        ),
+    ] {
+        assert!(run.stdout.contains(&line), "missing:\n{line}\n{run}");
+    }
+    assert!(!run.stdout.contains("s3cr3t"), "{run}");
+    // A world-readable file with content of its own is still shown.
+    assert!(run.stdout.contains("      +public\n"), "{run}");
+    // The credentials were chosen by default and went with the requests.
+    assert!(heads.lock().unwrap().iter().any(|h| h.contains(expected)));
+    let signed = emulator
+        .get_json("/_emu/requests?kind=other")
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["path"].as_str().is_some_and(|p| p.contains(&bucket)) && r["auth_scheme"] == "AWS4-HMAC-SHA256");
+    assert!(signed);
+    assert_unchanged(&before, sandbox.dir.path());
+}
+
+fn plan_env(sandbox: &Sandbox, args: &[&str], endpoints: &Path) -> Run {
+    sandbox.cmd_via(binary(), "cfn-bootstrap plan").arg("plan").args(args).env("ENDPOINTS_OVERRIDE", endpoints).run()
 }
 
 // ---------------------------------------------------------------------------
@@ -477,4 +576,31 @@ fn a_template_resource_is_planned_as_render_resolves_it() {
     plan(&sandbox, &["-t", &template]).code(1).stderr_has("-t needs -r RESOURCE");
     plan(&sandbox, &["-t", &template, "-s", "stack", "-r", "Web"]).code(1).stderr_has("cannot be used with");
     plan(&sandbox, &["-t", &template, "-r", "Nope"]).code(1).stderr_has("Nope");
+}
+
+/// The harness's check of what users read (tests/common, issue 22, item 11) tells Rust's
+/// `Debug` text from the reference's Python text.
+#[test]
+fn the_harness_tells_rust_debug_text_from_python_text() {
+    use common::rust_debug_text;
+    for rust in [
+        "expiring Some(2026-01-01T00:00:00Z)",
+        "got Ok(())",
+        "x: Err(e)",
+        "expiring None",
+        "uid: None, gid: 0",
+        "(None)",
+    ] {
+        assert!(rust_debug_text(&format!("first line\n{rust}\n")).is_some(), "{rust}");
+    }
+    for python in [
+        "RemoteError: [Errno None] ('Connection aborted.', error(111, 'Connection refused'))",
+        "[1, 'a', True, None, 1.5, {'k': None}, [None]]",
+        "None of the commands ran",
+        "[DEBUG] Action for hook output: <None>",
+        "NoneType",
+        "handleSome(x) isOk(1)",
+    ] {
+        assert_eq!(rust_debug_text(python), None, "{python}");
+    }
 }

@@ -11,7 +11,7 @@ use cfn_aws::download::Downloader;
 use cfn_aws::endpoint::Endpoints;
 use cfn_aws::http::HttpClient;
 use cfn_aws::{Imds, credentials};
-use cfn_configsets::{BuildError, Environment, Fetch};
+use cfn_configsets::{BuildError, Environment, Fetch, Fetched};
 use cfn_host::paths;
 use cfn_metadata::applied;
 use cfn_metadata::source::{self, MetadataSource};
@@ -311,7 +311,8 @@ impl DownloadFetch {
 }
 
 impl Fetch for DownloadFetch {
-    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut std::fs::File) -> Result<(), String> {
-        self.0.download_to(url, authentication, dest).map(drop).map_err(|e| e.to_string())
+    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut std::fs::File) -> Result<Fetched, String> {
+        let info = self.0.download_to(url, authentication, dest).map_err(|e| e.to_string())?;
+        Ok(Fetched { with_credentials: info.authenticated })
     }
 }

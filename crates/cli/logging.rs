@@ -56,6 +56,13 @@ fn is_transport_target(target: &str) -> bool {
     target.starts_with("hyper")
 }
 
+/// Events no log keeps, switched off at their callsites: the SDK's (above), and the
+/// HTTP stack's TRACE events, its internals in Rust's `Debug` notation
+/// (`Http::connect; scheme=Some("http"), …`), which a log people read must not show.
+fn is_ignored(meta: &tracing::Metadata<'_>) -> bool {
+    is_sdk_target(meta.target()) || (is_transport_target(meta.target()) && *meta.level() == Level::TRACE)
+}
+
 /// A log file rotated like Python's `RotatingFileHandler(maxBytes=5 MiB, backupCount=5)`.
 pub struct RotatingFile {
     path: PathBuf,
@@ -307,19 +314,18 @@ impl Visit for Message<'_> {
 
 impl<S: Subscriber> Layer<S> for FileLayer {
     fn register_callsite(&self, meta: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
-        if is_sdk_target(meta.target()) {
-            tracing::subscriber::Interest::never()
-        } else {
-            tracing::subscriber::Interest::always()
-        }
+        if is_ignored(meta) { tracing::subscriber::Interest::never() } else { tracing::subscriber::Interest::always() }
     }
 
     fn enabled(&self, meta: &tracing::Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        !is_sdk_target(meta.target())
+        !is_ignored(meta)
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
+        if is_ignored(meta) {
+            return;
+        }
         let demoted = is_credential_provider(meta.target()) || {
             let list = DEMOTED.lock().unwrap_or_else(|e| e.into_inner());
             !list.is_empty() && list.iter().any(|p| meta.target().starts_with(p))

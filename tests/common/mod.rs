@@ -138,8 +138,11 @@ impl Sandbox {
         TestCommand { cmd, shown: tool.to_string(), stdin: None, logs: Some(self.path("log")) }
     }
 
+    /// A log file's text, checked for Rust `Debug` text ([`assert_no_rust_debug`]).
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path("log").join(name)).unwrap_or_default()
+        let text = std::fs::read_to_string(self.path("log").join(name)).unwrap_or_default();
+        assert_no_rust_debug(&text, &format!("the log {name}"));
+        text
     }
 
     /// Writes a credential file with the given mode.
@@ -204,14 +207,73 @@ impl TestCommand {
             let _ = stdin.write_all(bytes);
         }
         let out = child.wait_with_output().unwrap();
-        Run {
+        let run = Run {
             command: self.shown,
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             elapsed: started.elapsed(),
             logs: self.logs,
+        };
+        // Every black-box test checks what users read (RULES, issue 22, item 11).
+        assert_no_rust_debug(&run.stdout, &format!("the stdout of {}", run.command));
+        assert_no_rust_debug(&run.stderr, &format!("the stderr of {}", run.command));
+        if let Some(dir) = &run.logs {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                    assert_no_rust_debug(&text, &format!("{} after {}", entry.path().display(), run.command));
+                }
+            }
         }
+        run
+    }
+}
+
+/// Rust `Debug` text in `text`: the first line holding one, with the form found.
+///
+/// The rule: `Some(`, `Ok(` and `Err(` after anything but a letter, digit or `_` are
+/// Rust's (Python prints none of them). `None` is Python's word too, and the reference's
+/// text keeps it, so a whole-word `None` counts only where Python does not print it:
+/// not `[Errno None]` (the reference's IOError text, SPEC §2: `[Errno <code or None>]`),
+/// not `<None>` (cfn-hup's empty action output, tests/golden/cmd-hooks),
+/// not an item of a Python repr (`{'k': None}`, `[1, None]`, `(None, 2)`: a Mustache
+/// list renders so), and not English (`None of them`: a space and a letter follow).
+/// What is left is Rust's: `expiring None`, `uid: None,`, `(None)`. (Rust's `[None,
+/// None]` looks like Python's and passes; one `Some(` beside it does not.)
+pub fn rust_debug_text(text: &str) -> Option<(&'static str, &str)> {
+    let word_char = |c: char| c.is_alphanumeric() || c == '_';
+    for line in text.lines() {
+        for form in ["Some(", "Ok(", "Err("] {
+            let found = line.match_indices(form).any(|(i, _)| !line[..i].chars().next_back().is_some_and(word_char));
+            if found {
+                return Some((form, line));
+            }
+        }
+        for (i, _) in line.match_indices("None") {
+            let (before, after) = (&line[..i], &line[i + 4..]);
+            if before.chars().next_back().is_some_and(word_char) || after.chars().next().is_some_and(word_char) {
+                continue;
+            }
+            let next = after.chars().next();
+            let python = before.ends_with("Errno ")
+                || (before.ends_with('<') && next == Some('>'))
+                || before.ends_with("': ")
+                || (before.ends_with(", ") && next.is_some_and(|c| ",)]}".contains(c)))
+                || (before.ends_with('[') && next.is_some_and(|c| ",]".contains(c)))
+                || (before.ends_with('(') && next == Some(','));
+            let english = after.strip_prefix(' ').is_some_and(|rest| rest.starts_with(char::is_alphabetic));
+            if !python && !english {
+                return Some(("None", line));
+            }
+        }
+    }
+    None
+}
+
+/// Fails naming the Rust `Debug` text found in `text` and where it was (`what`).
+pub fn assert_no_rust_debug(text: &str, what: &str) {
+    if let Some((form, line)) = rust_debug_text(text) {
+        panic!("Rust Debug text {form:?} in {what}, which users read:\n{line}\n--- all of it ---\n{text}");
     }
 }
 

@@ -221,6 +221,7 @@ impl RefreshingRole {
         self.cache.get(now, ROLE_REFRESH_MARGIN, || {
             let (credentials, expiry) =
                 fetch().map_err(|source| CredentialError::Role { role: self.role.clone(), source })?;
+            // The same words as credentials from elsewhere (provided.rs), never `Some(…)`.
             match expiry {
                 Some(at) => {
                     tracing::debug!("Retrieved credentials for role {}, expiring {}", self.role, at.to_rfc3339())

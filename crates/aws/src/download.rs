@@ -56,6 +56,9 @@ pub struct DownloadInfo {
     pub s3: Option<S3Location>,
     /// The authentication block used for the final request.
     pub auth: Option<String>,
+    /// Whether an authentication block went with any request of it, the final one or
+    /// one that was redirected (content got with credentials is not shown by `plan`).
+    pub authenticated: bool,
 }
 
 /// Why a download failed. `Display` is the reason only; cfn-init prints
@@ -173,6 +176,7 @@ impl Downloader {
         // authentication must not get a private object fetched with our keys by
         // redirecting to it.
         let mut first_block: Option<String> = None;
+        let mut authenticated = false;
         for _ in 0..=MAX_REDIRECTS {
             let s3 = s3url::parse(&current, &self.endpoints);
             let selected = self
@@ -183,6 +187,7 @@ impl Downloader {
             if hop == Hop::First {
                 first_block = prepared.auth.clone();
             }
+            authenticated |= prepared.auth.is_some();
             let mut response =
                 self.http.stream("GET", &prepared.url, &prepared.headers, hop).map_err(DownloadError::Transport)?;
 
@@ -244,7 +249,7 @@ impl Downloader {
                 check_etag(&response.headers, &md5)?;
             }
             tracing::debug!("Retrieved {} ({bytes} bytes)", http::redact_url(&current));
-            return Ok(DownloadInfo { final_url: current, bytes, md5, etag, s3, auth: prepared.auth });
+            return Ok(DownloadInfo { final_url: current, bytes, md5, etag, s3, auth: prepared.auth, authenticated });
         }
         Err(DownloadError::TooManyRedirects)
     }

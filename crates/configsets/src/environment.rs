@@ -8,7 +8,15 @@ use std::fs::File;
 pub trait Fetch {
     /// Writes the body of `url` into `dest` (from its start). `authentication` names
     /// the block a file asked for. The error is the reason only.
-    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String>;
+    fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<Fetched, String>;
+}
+
+/// What a download went through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fetched {
+    /// Credentials went with one of its requests: an authentication block, named by the
+    /// file or chosen by default (`uris`, `buckets`), static keys or a role's.
+    pub with_credentials: bool,
 }
 
 /// What the build needs from the outside world.

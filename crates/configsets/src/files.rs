@@ -271,6 +271,9 @@ struct Temp<'a> {
     dir: &'a ParentDir,
     name: OsString,
     kept: bool,
+    /// The file written, open (and so locked, [`temp_files::hold`]) until it is renamed
+    /// into place or removed.
+    held: Option<fs::File>,
 }
 
 impl<'a> Temp<'a> {
@@ -282,7 +285,7 @@ impl<'a> Temp<'a> {
         make: impl FnMut(&OsStr) -> std::io::Result<T>,
     ) -> std::io::Result<(Temp<'a>, T)> {
         let (name, made) = temp_files::create_beside(target, make)?;
-        Ok((Temp { dir, name, kept: false }, made))
+        Ok((Temp { dir, name, kept: false, held: None }, made))
     }
 
     fn path(&self) -> PathBuf {
@@ -346,8 +349,11 @@ fn write_regular<'a>(
     previous: Option<&Previous>,
 ) -> Result<(Temp<'a>, bool), String> {
     tracing::debug!("Writing content to {}", spec.path);
-    let (temp, mut file) = Temp::create(dir, name, |temp| dir.create_new(temp, 0o600))
-        .map_err(|e| format!("Could not write {}: {e}", spec.path))?;
+    // Locked while it is written, so that no other run's cleaner takes it (temp_files).
+    let (mut temp, mut file) = Temp::create(dir, name, |temp| {
+        dir.create_new(temp, 0o600).and_then(|file| temp_files::hold(&file).map(|()| file))
+    })
+    .map_err(|e| format!("Could not write {}: {e}", spec.path))?;
     let written: Option<Vec<u8>> = match &spec.content {
         Some(content) => {
             let bytes = inline_content(spec, content)?;
@@ -415,7 +421,8 @@ fn write_regular<'a>(
         }
         _ => true,
     };
-    drop(file);
+    // The lock goes when the file is renamed into place or removed.
+    temp.held = Some(file);
     Ok((temp, changed))
 }
 

@@ -30,4 +30,4 @@ pub mod tool;
 pub mod users;
 
 pub use engine::{BuildError, build};
-pub use environment::{Environment, Fetch};
+pub use environment::{Environment, Fetch, Fetched};

@@ -906,13 +906,15 @@ impl<'a, 'b> Writer<'a, 'b> {
                 self.replace(member, &dir, &dest, |dir, tmp| {
                     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
                     let mut out = File::from(rustix::fs::openat(dir, tmp, flags, Mode::from_raw_mode(0o600))?);
+                    // Locked while it is written, so that no other run's cleaner takes it.
+                    temp_files::hold(&out)?;
                     io::copy(data, &mut out)?;
                     // fchmod and futimens: on the file just made, whatever its name leads to.
                     out.set_permissions(fs::Permissions::from_mode(member.mode))?;
                     if let Some(t) = member.mtime {
                         out.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(t))?;
                     }
-                    Ok(())
+                    Ok(Some(out))
                 })
             }
             Kind::Symlink(link) => {
@@ -935,7 +937,12 @@ impl<'a, 'b> Writer<'a, 'b> {
                 {
                     return Err(self.archive.replaces_link(&member.name, earlier));
                 }
-                self.replace(member, &dir, &dest, |dir, tmp| Ok(rustix::fs::symlinkat(link, dir, tmp)?))?;
+                self.replace(
+                    member,
+                    &dir,
+                    &dest,
+                    |dir, tmp| Ok(rustix::fs::symlinkat(link, dir, tmp).map(|()| None)?),
+                )?;
                 self.links.insert(dest, (index, member.name.clone()));
                 Ok(())
             }
@@ -969,7 +976,7 @@ impl<'a, 'b> Writer<'a, 'b> {
                 let (parent, dir) = self.parent_of(member)?;
                 let dest = parent.join(member.rel.last().expect("checked non-empty"));
                 self.replace(member, &dir, &dest, |dir, tmp| {
-                    Ok(rustix::fs::linkat(&source_dir, source_name, dir, tmp, AtFlags::empty())?)
+                    Ok(rustix::fs::linkat(&source_dir, source_name, dir, tmp, AtFlags::empty()).map(|()| None)?)
                 })
             }
         }
@@ -977,13 +984,14 @@ impl<'a, 'b> Writer<'a, 'b> {
 
     /// Creates the new entry under a temporary name in the opened directory `dir` (the
     /// one of `dest`) and renames it over `dest`: an existing file or symbolic link is
-    /// replaced, never written through.
+    /// replaced, never written through. A file `create` wrote comes back open, locked
+    /// ([`temp_files::hold`]) until the rename.
     fn replace(
         &self,
         member: &Member,
         dir: &OwnedFd,
         dest: &Path,
-        mut create: impl FnMut(&OwnedFd, &OsStr) -> io::Result<()>,
+        mut create: impl FnMut(&OwnedFd, &OsStr) -> io::Result<Option<File>>,
     ) -> Result<(), String> {
         let name = dest.file_name().expect("a member's path ends in a name");
         if rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
@@ -1002,7 +1010,7 @@ impl<'a, 'b> Writer<'a, 'b> {
             }
             outcome
         })
-        .and_then(|(tmp, ())| rustix::fs::renameat(dir, &tmp, dir, name).map_err(io_error));
+        .and_then(|(tmp, _held)| rustix::fs::renameat(dir, &tmp, dir, name).map_err(io_error));
         if let Err(e) = result {
             if let Some(tmp) = made {
                 let _ = rustix::fs::unlinkat(dir, &tmp, AtFlags::empty());
@@ -1037,7 +1045,7 @@ impl<'a, 'b> Writer<'a, 'b> {
 mod tests {
     use super::*;
     use crate::document::Sections;
-    use crate::environment::Fetch;
+    use crate::environment::{Fetch, Fetched};
     use std::collections::HashMap;
     use std::io::Write;
     use std::os::unix::ffi::OsStringExt;
@@ -1053,10 +1061,10 @@ mod tests {
     }
 
     impl Fetch for FakeFetch {
-        fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<(), String> {
+        fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<Fetched, String> {
             self.asked.lock().unwrap().push((url.to_string(), authentication.map(str::to_string)));
             let body = self.bodies.get(url).ok_or("HTTP Error 404 : Not Found")?;
-            dest.write_all(body).map_err(|e| e.to_string())
+            dest.write_all(body).map(|()| Fetched::default()).map_err(|e| e.to_string())
         }
     }
 

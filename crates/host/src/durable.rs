@@ -37,8 +37,10 @@ fn write_and_rename(target: &Path, content: &[u8], mode: u32, sync: bool) -> std
     temp_files::remove_stale(dir_handle.as_fd());
     // A leftover of a crashed process with a reused pid is not ours to truncate: the
     // next name is tried.
+    // Locked until it is renamed or removed, so that no other process's cleaner takes it.
     let (temp, mut file) = temp_files::create_beside(name, |temp| {
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(dir.join(temp))
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(dir.join(temp))?;
+        temp_files::hold(&file).map(|()| file)
     })?;
     let temp = dir.join(temp);
     let written = file

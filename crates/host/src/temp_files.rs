@@ -9,15 +9,29 @@
 //! than failing or touching the leftover.
 //!
 //! Leftovers are removed by [`remove_stale`] the first time a process writes into a
-//! directory: one `readdir` per directory and run. Only names whose process has ended
-//! go (no `/proc/<pid>`, or a zombie): a cfn-init or cfn-hup running beside this one
-//! keeps its files, and this process's own names are never taken for leftovers.
+//! directory: one `readdir` per directory and run. A name goes only when nothing says
+//! its writer is still at work (issue 22, item 9):
+//! * its writer holds no lock on it. A writer takes an open-file-description lock
+//!   ([`hold`]) on the temporary file it creates and keeps it until the file is renamed
+//!   or removed; the kernel drops it when the writer dies. A lock holds across PID
+//!   namespaces, where a pid does not: on a volume shared between containers, a writer
+//!   in another container has a pid that means nothing here (no such process, or
+//!   another one), and its file is kept because it is locked;
+//! * and its pid names no running process here (no `/proc/<pid>`, or a zombie), which
+//!   keeps what cannot carry a lock — a symbolic link, a hard link to a finished file,
+//!   the previous file on its way to `.bak` — for as long as a writer of this namespace
+//!   runs; those stand under a temporary name only between two system calls;
+//! * and it belongs to the user this process runs as: someone else's file is theirs.
+//!
+//! Only regular files and symbolic links are removed; a regular file only while it is
+//! locked by the cleaner, after checking that the name still leads to the file locked.
+//! A file that cannot be locked at all (a file system without locks) is kept.
 
-use rustix::fs::AtFlags;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,6 +76,52 @@ pub fn create_beside<T>(target: &OsStr, mut create: impl FnMut(&OsStr) -> io::Re
     Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
 }
 
+/// Marks `file`, just created under a temporary name, as being written: an
+/// open-file-description lock that lasts until every descriptor of this opening is
+/// closed (the writer keeps one until the rename), or the writer dies. Fails with
+/// `AlreadyExists`, so that [`create_beside`] moves on to the next name, when a cleaner
+/// took the file in the instant between its creation and this lock (it holds the lock,
+/// or has already removed the file). Where the file system has no locks, the file stays
+/// unlocked: [`remove_stale`] keeps what it cannot lock.
+pub fn hold(file: &impl AsFd) -> io::Result<()> {
+    match ofd_lock(file.as_fd(), libc::F_WRLCK as libc::c_short) {
+        Ok(()) => {}
+        Err(e) if is_held(&e) => return Err(taken()),
+        Err(_) => return Ok(()),
+    }
+    // The cleaner removed it before the lock: this file has no name any more.
+    if rustix::fs::fstat(file)?.st_nlink == 0 {
+        return Err(taken());
+    }
+    Ok(())
+}
+
+fn taken() -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, "the temporary file was taken by a cleaner")
+}
+
+/// Whether a lock failed because another opening holds one.
+fn is_held(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES))
+}
+
+/// A non-blocking open-file-description lock (`F_OFD_SETLK`) of the whole file.
+/// rustix's `fcntl_lock` takes process-associated locks (`F_SETLK`): those do not
+/// conflict within one process (a cfn-hup thread would not see another's file) and go
+/// when the process closes any descriptor of the file; open-file-description locks
+/// belong to the opening, like `flock`, and are still `fcntl` locks, which network file
+/// systems carry between hosts.
+fn ofd_lock(fd: BorrowedFd<'_>, kind: libc::c_short) -> io::Result<()> {
+    // SAFETY: an all-zero `flock` is valid (l_start 0 and l_len 0 are the whole file,
+    // l_pid must be 0 for open-file-description locks).
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: the descriptor is open for the call and `lock` outlives it.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &lock) };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// The pid in a temporary name, when `name` is one.
 fn maker(name: &[u8]) -> Option<i32> {
     let rest = name.strip_prefix(b".")?.strip_suffix(SUFFIX)?;
@@ -100,9 +160,10 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// Removes the temporary files of processes that no longer run from the directory
-/// `dir`, the first time this process asks for that directory; returns how many went.
-/// Errors are ignored: a leftover only takes room.
+/// Removes the temporary files their writers left (module comment: unlocked, of a pid
+/// that names no process here, ours) from the directory `dir`, the first time this
+/// process asks for that directory; returns how many went. Errors are ignored: a
+/// leftover only takes room.
 pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
     let Ok(st) = rustix::fs::fstat(dir) else { return 0 };
     {
@@ -112,15 +173,40 @@ pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
         }
     }
     let Ok(names) = crate::dir_names::of_fd(dir) else { return 0 };
-    let mut removed = 0;
-    for name in names {
-        if maker(name.as_bytes()).is_some_and(gone)
-            && rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()).is_ok()
-        {
-            removed += 1;
-        }
+    let euid = rustix::process::geteuid().as_raw();
+    names.iter().filter(|name| maker(name.as_bytes()).is_some_and(gone) && remove_abandoned(dir, name, euid)).count()
+}
+
+/// Removes `name` from `dir` when it is ours and no writer holds it (module comment).
+fn remove_abandoned(dir: BorrowedFd<'_>, name: &OsStr, euid: u32) -> bool {
+    let Ok(found) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else { return false };
+    if found.st_uid != euid {
+        return false;
     }
-    removed
+    let unlink = || rustix::fs::unlinkat(dir, name, AtFlags::empty()).is_ok();
+    match FileType::from_raw_mode(found.st_mode) {
+        // A link cannot be opened to be locked; its pid decided.
+        FileType::Symlink => unlink(),
+        FileType::RegularFile => {
+            // Read-only and non-blocking: nothing is written, no FIFO put there since
+            // is waited on, and the descriptor must still be the file found.
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+            let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else { return false };
+            let same = |st: &rustix::fs::Stat| (st.st_dev, st.st_ino) == (found.st_dev, found.st_ino);
+            if !rustix::fs::fstat(&fd).is_ok_and(|st| same(&st)) {
+                return false;
+            }
+            // A shared lock: it fails while the writer holds its exclusive one, and
+            // until it is released (with `fd`) no writer can take the file ([`hold`]).
+            if ofd_lock(fd.as_fd(), libc::F_RDLCK as libc::c_short).is_err() {
+                return false;
+            }
+            // The name must still lead to the file locked: an unlink removes a name,
+            // not a file.
+            rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| same(&st)) && unlink()
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -200,6 +286,66 @@ mod tests {
         assert!(!gone(0) && !gone(-1));
     }
 
+    /// `dir` opened, and forgotten as cleaned: other tests of this process clean
+    /// directories they then delete, and this one may have been given the same inode.
+    fn fresh(dir: &std::path::Path) -> std::fs::File {
+        let st = std::fs::metadata(dir).unwrap();
+        if let Some(cleaned) = CLEANED.lock().unwrap().as_mut() {
+            cleaned.remove(&(st.dev(), st.ino()));
+        }
+        std::fs::File::open(dir).unwrap()
+    }
+
+    #[test]
+    fn a_locked_file_is_kept_whatever_its_pid_says_and_goes_once_released() {
+        // A writer in another PID namespace: its pid names no process here.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!(".a.{}.0.cfn-tmp", dead_pid()));
+        let writer = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).unwrap();
+        hold(&writer).unwrap();
+        assert_eq!(remove_stale(fresh(dir.path()).as_fd()), 0);
+        assert!(path.exists(), "a live writer's file is kept");
+        drop(writer);
+        assert_eq!(remove_stale(fresh(dir.path()).as_fd()), 1);
+        assert!(!path.exists(), "an abandoned file goes");
+    }
+
+    #[test]
+    fn a_writer_does_not_take_a_file_a_cleaner_holds_or_has_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".b.1.0.cfn-tmp");
+        let writer = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).unwrap();
+        let cleaner = std::fs::File::open(&path).unwrap();
+        ofd_lock(cleaner.as_fd(), libc::F_RDLCK as libc::c_short).unwrap();
+        assert_eq!(hold(&writer).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        // The cleaner removed it and let go: the writer's file has no name.
+        std::fs::remove_file(&path).unwrap();
+        drop(cleaner);
+        assert_eq!(hold(&writer).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+    }
+
+    #[test]
+    fn links_go_by_their_pid_and_directories_and_other_users_files_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dead_pid();
+        let ours = std::process::id();
+        let p = |name: String| dir.path().join(name);
+        std::os::unix::fs::symlink("target", p(format!(".l.{dead}.0.cfn-tmp"))).unwrap();
+        std::os::unix::fs::symlink("target", p(format!(".l.{ours}.0.cfn-tmp"))).unwrap();
+        std::fs::create_dir(p(format!(".d.{dead}.0.cfn-tmp"))).unwrap();
+        let theirs = p(format!(".t.{dead}.0.cfn-tmp"));
+        std::fs::write(&theirs, "").unwrap();
+        let root = rustix::process::geteuid().is_root();
+        if root {
+            std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+        }
+        assert_eq!(remove_stale(fresh(dir.path()).as_fd()), if root { 1 } else { 2 });
+        assert!(std::fs::symlink_metadata(p(format!(".l.{dead}.0.cfn-tmp"))).is_err());
+        assert!(std::fs::symlink_metadata(p(format!(".l.{ours}.0.cfn-tmp"))).is_ok());
+        assert!(p(format!(".d.{dead}.0.cfn-tmp")).is_dir());
+        assert_eq!(theirs.exists(), root, "another user's file stays");
+    }
+
     #[test]
     fn leftovers_of_ended_processes_go_once_per_directory() {
         let dir = tempfile::tempdir().unwrap();
@@ -216,13 +362,7 @@ mod tests {
         ] {
             std::fs::write(dir.path().join(name), "").unwrap();
         }
-        let handle = std::fs::File::open(dir.path()).unwrap();
-        // Other tests of this process clean directories they then delete; this one may
-        // have been given the same inode number, so the record of it is dropped first.
-        let st = std::fs::metadata(dir.path()).unwrap();
-        if let Some(cleaned) = CLEANED.lock().unwrap().as_mut() {
-            cleaned.remove(&(st.dev(), st.ino()));
-        }
+        let handle = fresh(dir.path());
         assert_eq!(remove_stale(handle.as_fd()), 2);
         let mut left: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();

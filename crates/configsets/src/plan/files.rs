@@ -3,9 +3,9 @@
 //! rendered when it has a `context`) and compared with what is at the path now; the mode
 //! and owner as the build would set them (`files::mode_for`, `files::owner_ids`).
 //!
-//! A fetched file goes into memory (a memfd), never to disk. Content fetched with an
-//! authentication block is never shown, only said to change; binary or large content is
-//! summarised by its size.
+//! A fetched file goes into memory (a memfd), never to disk. Content that came with
+//! credentials, or of a file that is not world-readable, is never shown ([`withheld`]);
+//! binary or large content is summarised by its size.
 
 use super::{Item, Pending};
 use crate::document;
@@ -63,12 +63,14 @@ fn plan_file(
     umask: u32,
     pending: &Pending,
 ) -> Result<Option<(Item, bool)>, String> {
-    let new = content(spec, env)?;
+    let (new, with_credentials) = content(spec, env)?;
     let path = &spec.path;
     let existing = fs::symlink_metadata(path).ok();
     let current = existing.as_ref().filter(|m| m.is_file());
-    let mode = mode_for(spec, current.map(|m| m.mode() & 0o7777), umask);
-    let hidden = spec.source.is_some() && spec.authentication.is_some();
+    let old_mode = current.map(|m| m.mode() & 0o7777);
+    let mode = mode_for(spec, old_mode, umask);
+    let reason = withheld(with_credentials, old_mode, mode);
+    let reason = reason.as_deref();
     // An owner or group that the build creates above has no id yet.
     let new_owner = spec.owner.as_ref().filter(|o| pending.users.contains(o.as_str()));
     let new_group = spec.group.as_ref().filter(|g| pending.groups.contains(g.as_str()));
@@ -91,7 +93,7 @@ fn plan_file(
             Some(_) => "replace",
         };
         let mut item = Item::change("files", format!("{what} {path} (mode {mode:04o}{})", owner_text(spec)));
-        item.detail = shown_change(path, None, &new, hidden);
+        item.detail = shown_change(path, None, &new, reason);
         return Ok(Some((item, true)));
     };
 
@@ -126,7 +128,7 @@ fn plan_file(
             Some(old) => old,
             None => read_all(path)?,
         };
-        item.detail = shown_change(path, Some(&old), &new, hidden);
+        item.detail = shown_change(path, Some(&old), &new, reason);
     }
     Ok(Some((item, content_changed)))
 }
@@ -142,27 +144,57 @@ fn owner_text(spec: &FileSpec) -> String {
     text
 }
 
-/// The bytes the build would write.
-fn content(spec: &FileSpec, env: &Environment<'_>) -> Result<Vec<u8>, String> {
+/// The bytes the build would write, and whether they came with credentials: an
+/// authentication block went with a request (named by the file or chosen by default),
+/// or the URL itself carries a password or a presigned signature.
+fn content(spec: &FileSpec, env: &Environment<'_>) -> Result<(Vec<u8>, bool), String> {
     if let Some(content) = &spec.content {
-        return inline_content(spec, content);
+        return inline_content(spec, content).map(|bytes| (bytes, false));
     }
     let Some(url) = &spec.source else { return Err("File specified without source or content".into()) };
     let shown = cfn_aws::http::redact_url(url);
     let fd = rustix::fs::memfd_create("cfn-plan", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
     let mut file = File::from(fd);
-    env.fetch
+    let fetched = env
+        .fetch
         .fetch(url, spec.authentication.as_deref(), &mut file)
         .map_err(|reason| format!("Failed to retrieve {shown}: {reason}"))?;
+    let with_credentials = fetched.with_credentials || shown != *url;
     let mut bytes = Vec::new();
     file.rewind().and_then(|_| file.read_to_end(&mut bytes)).map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
     match &spec.context {
         Some(context) => {
             let text = String::from_utf8(bytes).map_err(|e| format!("Failed to retrieve {shown}: {e}"))?;
-            render(&text, context, &spec.path).map(String::into_bytes)
+            render(&text, context, &spec.path).map(|text| (text.into_bytes(), with_credentials))
         }
-        None => Ok(bytes),
+        None => Ok((bytes, with_credentials)),
+    }
+}
+
+/// Why a file's content, old and new, is not shown, when it is not (issue 22, item 4).
+/// Decided here and nowhere else. `plan` reads as root and prints to a terminal, a CI
+/// log or a ticket, where it must show no more than anyone on the host could read, so
+/// it never shows:
+/// * content that came with credentials (`with_credentials`): they stand for an access
+///   the reader of the plan need not have, whether the file named the block or it was
+///   chosen by default (`uris`, `buckets`, a role);
+/// * the old or the new content of a file that is not world-readable before or after
+///   the build: its mode says who may read it, and a plan run as root must not widen
+///   that (a root-only file now, a file the metadata makes private).
+///
+/// What is shown instead ([`shown_change`]): that the content changes, its size and the
+/// first 12 hex digits of its SHA-256, enough to tell versions apart.
+fn withheld(with_credentials: bool, old_mode: Option<u32>, new_mode: u32) -> Option<String> {
+    const WORLD_READABLE: u32 = 0o004;
+    if with_credentials {
+        Some("fetched with credentials".to_string())
+    } else if new_mode & WORLD_READABLE == 0 {
+        Some(format!("the file would not be world-readable (mode {new_mode:04o})"))
+    } else {
+        old_mode
+            .filter(|mode| mode & WORLD_READABLE == 0)
+            .map(|mode| format!("the file is not world-readable now (mode {mode:04o})"))
     }
 }
 
@@ -179,9 +211,14 @@ fn read_all(path: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The content change as diff lines, or one line saying why it is not shown.
-fn shown_change(path: &str, old: Option<&[u8]>, new: &[u8], hidden: bool) -> Vec<String> {
-    if hidden {
-        return vec!["(content from an authenticated source, not shown)".to_string()];
+fn shown_change(path: &str, old: Option<&[u8]>, new: &[u8], withheld: Option<&str>) -> Vec<String> {
+    if let Some(reason) = withheld {
+        let size_and_digest = |bytes: &[u8]| format!("{} bytes, sha256 {}", bytes.len(), short_digest(bytes));
+        let change = match old {
+            Some(old) => format!("{} -> {}", size_and_digest(old), size_and_digest(new)),
+            None => size_and_digest(new),
+        };
+        return vec![format!("(content withheld: {reason}; {change})")];
     }
     let old_len = old.map_or(0, <[u8]>::len);
     let (Some(old_text), Some(new_text)) = (shown_text(old.unwrap_or_default()), shown_text(new)) else {
@@ -198,6 +235,12 @@ fn shown_change(path: &str, old: Option<&[u8]>, new: &[u8], hidden: bool) -> Vec
         .collect()
 }
 
+/// The first 12 hex digits of the SHA-256 of `bytes`.
+fn short_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Text that a diff can show: UTF-8 without NULs, not too large.
 fn shown_text(bytes: &[u8]) -> Option<&str> {
     if bytes.len() > MAX_SHOWN || bytes.contains(&0) {
@@ -212,19 +255,34 @@ mod tests {
 
     #[test]
     fn diffs_are_unified_and_binary_or_hidden_content_is_summarised() {
-        let lines = shown_change("/etc/a", Some(b"one\ntwo\n"), b"one\nthree\n", false);
+        let lines = shown_change("/etc/a", Some(b"one\ntwo\n"), b"one\nthree\n", None);
         assert_eq!(lines, ["--- /etc/a", "+++ /etc/a", "@@ -1,2 +1,2 @@", " one", "-two", "+three"]);
-        let lines = shown_change("/etc/a", None, b"new\n", false);
+        let lines = shown_change("/etc/a", None, b"new\n", None);
         assert_eq!(lines, ["--- /dev/null", "+++ /etc/a", "@@ -0,0 +1 @@", "+new"]);
         assert_eq!(
-            shown_change("/bin/x", Some(b"\x7fELF\0"), b"\x7fELF\0\x01", false),
+            shown_change("/bin/x", Some(b"\x7fELF\0"), b"\x7fELF\0\x01", None),
             ["(binary or large content: 5 bytes -> 6 bytes)"]
         );
+        // sha256("old") = cba06b57…, sha256("new") = 11507a0e…
         assert_eq!(
-            shown_change("/etc/secret", Some(b"old"), b"new", true),
-            ["(content from an authenticated source, not shown)"]
+            shown_change("/etc/secret", Some(b"old"), b"new", Some("fetched with credentials")),
+            [
+                "(content withheld: fetched with credentials; 3 bytes, sha256 cba06b5736fa -> 3 bytes, sha256 11507a0e2f5e)"
+            ]
         );
         let big = vec![b'a'; MAX_SHOWN + 1];
-        assert_eq!(shown_change("/a", None, &big, false).len(), 1);
+        assert_eq!(shown_change("/a", None, &big, None).len(), 1);
+    }
+
+    #[test]
+    fn content_is_withheld_when_it_came_with_credentials_or_is_not_world_readable() {
+        assert_eq!(withheld(false, None, 0o644), None);
+        assert_eq!(withheld(false, Some(0o604), 0o644), None);
+        assert_eq!(withheld(true, Some(0o644), 0o644).as_deref(), Some("fetched with credentials"));
+        assert_eq!(withheld(false, None, 0o640).as_deref(), Some("the file would not be world-readable (mode 0640)"));
+        assert_eq!(
+            withheld(false, Some(0o600), 0o644).as_deref(),
+            Some("the file is not world-readable now (mode 0600)")
+        );
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::config;
 use cfn_configsets::document::Item;
-use cfn_configsets::environment::{Environment, Fetch};
+use cfn_configsets::environment::{Environment, Fetch, Fetched};
 use cfn_configsets::sources;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -210,7 +210,7 @@ fn zip_bytes(members: &[Member], sandbox: &str) -> Vec<u8> {
 struct NoDownloads;
 
 impl Fetch for NoDownloads {
-    fn fetch(&self, url: &str, _: Option<&str>, _: &mut File) -> Result<(), String> {
+    fn fetch(&self, url: &str, _: Option<&str>, _: &mut File) -> Result<Fetched, String> {
         Err(format!("{url} is not fetched in this test"))
     }
 }
