@@ -768,6 +768,25 @@ fn commands_run_in_name_order_with_their_attributes() {
     assert!(log.contains(&"[DEBUG] Test for command f_test_passes passed".to_string()), "{log:#?}");
 }
 
+/// INIT-CMD-04: with no `HOME`, `~` is the home the passwd database gives the user
+/// cfn-init runs as (Python's `expanduser`), looked up by its uid.
+#[test]
+fn a_home_cwd_without_home_is_the_users_passwd_home() {
+    let host = Host::new();
+    let out = host.p("out");
+    let metadata = json!({"AWS::CloudFormation::Init": {"config": {"commands": {
+        "home": {"command": format!("pwd >> {out}"), "cwd": "~"},
+    }}}});
+    let file = host.sandbox.path("metadata.json");
+    std::fs::write(&file, metadata.to_string()).unwrap();
+    host.sandbox.cmd("cfn-init").env_remove("HOME").arg(&file).run().code(0);
+    let uid = std::fs::metadata("/proc/self").unwrap().uid().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let home = passwd.lines().map(|l| l.split(':').collect::<Vec<_>>()).find(|f| f.get(2) == Some(&uid.as_str()));
+    let home = home.and_then(|f| f.get(5).map(|h| h.to_string())).expect("the test's user is in /etc/passwd");
+    assert_eq!(host.read("out"), format!("{home}\n"));
+}
+
 #[test]
 fn failures_ignore_errors_and_output_logging() {
     let host = Host::new();

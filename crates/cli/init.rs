@@ -292,8 +292,7 @@ fn record_origin(source: &MetadataSource, region: &str, data: &Path, text: &str)
 fn mode_of(path: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path).ok()?;
-    // SAFETY: geteuid cannot fail.
-    let owned = meta.uid() == unsafe { libc::geteuid() };
+    let owned = meta.uid() == rustix::process::geteuid().as_raw();
     (owned && (meta.is_dir() || meta.is_file())).then_some(meta.mode() & 0o7777)
 }
 

@@ -145,7 +145,9 @@ fn expand_home(cwd: &str) -> PathBuf {
         None => (rest, ""),
     };
     let home = if user.is_empty() {
-        std::env::var_os("HOME").map(PathBuf::from).or_else(|| current_user().map(|u| u.home))
+        // Python's: $HOME, else the passwd entry of the real uid.
+        let from_passwd = || users::user_by_id(rustix::process::getuid().as_raw()).map(|u| u.home);
+        std::env::var_os("HOME").map(PathBuf::from).or_else(from_passwd)
     } else {
         users::user(user).map(|u| u.home)
     };
@@ -153,20 +155,6 @@ fn expand_home(cwd: &str) -> PathBuf {
         Some(home) => PathBuf::from(format!("{}{tail}", home.display())),
         None => PathBuf::from(cwd),
     }
-}
-
-fn current_user() -> Option<User> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    // SAFETY: getpwuid returns a pointer to static storage or null; read immediately.
-    let name = unsafe {
-        let pw = libc::getpwuid(uid);
-        if pw.is_null() {
-            return None;
-        }
-        std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
-    };
-    users::user(&name)
 }
 
 /// The undocumented `defaults` attribute (INIT-CMD-10): a command whose output is a

@@ -27,6 +27,7 @@ use crate::model::{Content, FileSpec};
 use crate::parent_dir::{Entry, LastParent, ParentDir};
 use base64::Engine;
 use cfn_host::{temp_files, users};
+use rustix::io::Errno;
 use serde_json::Value;
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -89,12 +90,11 @@ impl SectionDirs {
 
 /// The process umask (read without changing it for longer than the call).
 pub(crate) fn process_umask() -> u32 {
-    // SAFETY: umask cannot fail; it is set straight back. Nothing else runs meanwhile.
-    unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old as u32
-    }
+    use rustix::fs::Mode;
+    // umask cannot fail; it is set straight back. Nothing else runs meanwhile.
+    let old = rustix::process::umask(Mode::from_raw_mode(0o022));
+    rustix::process::umask(old);
+    old.as_raw_mode()
 }
 
 fn with_suffix(name: &OsStr, suffix: &str) -> OsString {
@@ -173,7 +173,7 @@ impl<'a> Backup<'a> {
                     format!("Could not rename {} (the previous {}): {e}", dir.show(&previous).display(), path.display())
                 })
             }
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+            Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::INVAL | Errno::NOSYS)) => {
                 dir.rename(&self.name, &self.bak).map_err(|e| format!("Could not rename {}: {e}", path.display()))?;
                 temp.install(&self.name).inspect_err(|_| {
                     let _ = dir.rename(&self.bak, &self.name);

@@ -1235,7 +1235,7 @@ mod tests {
         assert_eq!(fs::metadata(t.p(&format!("{target}/app"))).unwrap().mtime() as u64, MTIME);
         // Owned by whoever runs the tests, not by the archive's uid/gid (0 here).
         // SAFETY: getuid cannot fail.
-        assert_eq!(run.uid(), unsafe { libc::getuid() });
+        assert_eq!(run.uid(), rustix::process::getuid().as_raw());
     }
 
     #[test]

@@ -10,7 +10,6 @@ use crate::tool::{self, refuse_option_like};
 use cfn_host::users;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
-use std::ffi::CStr;
 
 /// What one entry asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -94,33 +93,6 @@ fn gids(groups: &[String]) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// The gids of the groups whose member list names `user` (the group database, as the
-/// reference read it; the primary group is not included).
-fn member_gids(user: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    // SAFETY: the getgrent family is used from this one thread only; each entry is read
-    // before the next call.
-    unsafe {
-        libc::setgrent();
-        loop {
-            let entry = libc::getgrent();
-            if entry.is_null() {
-                break;
-            }
-            let mut member = (*entry).gr_mem;
-            while !member.is_null() && !(*member).is_null() {
-                if CStr::from_ptr(*member).to_bytes() == user.as_bytes() {
-                    found.insert((*entry).gr_gid.to_string());
-                    break;
-                }
-                member = member.add(1);
-            }
-        }
-        libc::endgrent();
-    }
-    found
-}
-
 fn run(argv: Vec<String>, failure: String, label: &str) -> Result<(), String> {
     let result = tool::logged(&argv.join(" "), argv, &[])?;
     if !result.ok() {
@@ -159,7 +131,8 @@ pub fn action(name: &str, spec: &UserSpec) -> Result<Option<UserAction>, String>
     let mut new_gids = None;
     if !spec.groups.is_empty() {
         let wanted = gids(&spec.groups)?;
-        if wanted.iter().cloned().collect::<BTreeSet<_>>() != member_gids(name) {
+        let members: BTreeSet<String> = users::member_gids(name).iter().map(u32::to_string).collect();
+        if wanted.iter().cloned().collect::<BTreeSet<_>>() != members {
             new_gids = Some(wanted);
         } else {
             tracing::debug!("Groups have not changed for {name}");

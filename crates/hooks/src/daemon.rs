@@ -3,8 +3,8 @@
 //! polling schedule (fixed cadence with jitter, throttling back-off). Signals are in
 //! [`crate::signals`].
 
+use rustix::io::Errno;
 use std::io::{Read, Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,9 +48,7 @@ pub fn default_pid_path() -> PathBuf {
 }
 
 fn process_alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    u32::try_from(pid).is_ok_and(cfn_host::process_identity::pid_exists)
 }
 
 /// Whether `pid` is a cfn-hup: the program or its script (the reference runs as
@@ -62,35 +60,25 @@ fn is_cfn_hup(pid: i32) -> bool {
     cmdline.split(|b| *b == 0).take(2).any(|arg| arg.rsplit(|b| *b == b'/').next() == Some(b"cfn-hup"))
 }
 
-fn whole_file_lock(kind: libc::c_int) -> libc::flock {
-    // SAFETY: flock is a plain C struct; all zero is a valid value.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = kind as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock
-}
-
-/// Takes the write lock without waiting. `Err(Some(pid))`: another process holds it
-/// (`Some(0)` when its pid is not visible here, e.g. from another pid namespace).
+/// Takes the write lock (a whole-file `fcntl` lock) without waiting. `Err(Some(pid))`:
+/// another process holds it (`Some(0)` when its pid is not visible here, e.g. from
+/// another pid namespace).
 fn try_lock(file: &std::fs::File) -> Result<(), Option<i32>> {
-    let mut lock = whole_file_lock(libc::F_WRLCK);
-    // SAFETY: fcntl on a descriptor we own with a valid struct flock.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) } == 0 {
-        return Ok(());
+    use rustix::fs::FlockOperation;
+    use rustix::process::{Flock, FlockType};
+    match rustix::fs::fcntl_lock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => return Ok(()),
+        Err(Errno::AGAIN | Errno::ACCESS) => {}
+        Err(error) => {
+            // Locks not supported here (an unusual file system): fall back to the text.
+            tracing::warn!("Could not lock the pid file: {error}; relying on the pid it names");
+            return Ok(());
+        }
     }
-    let error = std::io::Error::last_os_error();
-    if !matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) {
-        // Locks not supported here (an unusual file system): fall back to the text.
-        tracing::warn!("Could not lock the pid file: {error}; relying on the pid it names");
-        return Ok(());
-    }
-    // SAFETY: as above; F_GETLK fills in the conflicting lock's holder.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) } == 0
-        && lock.l_type != libc::F_UNLCK as libc::c_short
-    {
-        Err(Some(lock.l_pid))
-    } else {
-        Err(Some(0))
+    // F_GETLK names the conflicting lock's holder.
+    match rustix::process::fcntl_getlk(file, &Flock::from(FlockType::WriteLock)) {
+        Ok(Some(holder)) => Err(Some(holder.pid.map_or(0, |pid| pid.as_raw_nonzero().get()))),
+        _ => Err(Some(0)),
     }
 }
 
@@ -232,13 +220,9 @@ impl StartupReport {
 }
 
 fn pipe_pair() -> Result<(std::fs::File, std::fs::File), DaemonError> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors that we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(os_error("create a pipe"));
-    }
-    // SAFETY: fresh descriptors owned by nobody else.
-    unsafe { Ok((std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1]))) }
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| DaemonError::System { what: "create a pipe", source: e.into() })?;
+    Ok((reader.into(), writer.into()))
 }
 
 /// The classic double fork: the parent waits until the daemon has started (or failed);
@@ -250,32 +234,38 @@ pub fn daemonize(umask: u32) -> Result<Forked, DaemonError> {
         return Err(DaemonError::RuntimeStarted);
     }
     let (mut reader, writer) = pipe_pair()?;
+    // fork and _exit stay on libc: rustix has no fork for programs (only the runtime's
+    // kernel_fork, which skips the C library's own bookkeeping), and _exit ends the
+    // intermediate child without running this process's exit handlers or flushing
+    // buffers it shares with the parent.
     // SAFETY: single-threaded at this point (documented requirement).
     match unsafe { libc::fork() } {
         -1 => Err(os_error("fork")),
         0 => {
             drop(reader);
-            // SAFETY: plain system calls in the child.
-            unsafe {
-                if libc::setsid() == -1 {
-                    libc::_exit(1);
-                }
-                match libc::fork() {
-                    -1 => libc::_exit(1),
-                    0 => {}
-                    _ => libc::_exit(0),
-                }
-                libc::umask(umask as libc::mode_t);
+            if rustix::process::setsid().is_err() {
+                // SAFETY: ends this child at once; see above.
+                unsafe { libc::_exit(1) };
             }
+            // SAFETY: still single-threaded; the intermediate child only exits.
+            match unsafe { libc::fork() } {
+                // SAFETY: as above.
+                -1 => unsafe { libc::_exit(1) },
+                0 => {}
+                // SAFETY: as above.
+                _ => unsafe { libc::_exit(0) },
+            }
+            set_umask(umask);
             std::env::set_current_dir("/").map_err(|source| DaemonError::System { what: "chdir /", source })?;
             redirect_stdio()?;
             Ok(Forked::Daemon(StartupReport { pipe: Some(writer) }))
         }
         child => {
             drop(writer);
-            let mut status = 0;
-            // SAFETY: reaping our own first child.
-            unsafe { libc::waitpid(child, &mut status, 0) };
+            // Reaping our own first child, which exits as soon as it has forked.
+            if let Some(child) = rustix::process::Pid::from_raw(child) {
+                let _ = rustix::process::waitpid(Some(child), rustix::process::WaitOptions::empty());
+            }
             let mut answer = String::new();
             let _ = reader.read_to_string(&mut answer);
             let result = if let Some(pid) = answer.strip_prefix("OK ") {
@@ -296,19 +286,15 @@ fn redirect_stdio() -> Result<(), DaemonError> {
         .write(true)
         .open("/dev/null")
         .map_err(|source| DaemonError::System { what: "open /dev/null", source })?;
-    for fd in 0..3 {
-        // SAFETY: duplicating an open descriptor onto the standard ones.
-        if unsafe { libc::dup2(null.as_raw_fd(), fd) } == -1 {
-            return Err(os_error("redirect standard streams"));
-        }
-    }
-    Ok(())
+    rustix::stdio::dup2_stdin(&null)
+        .and_then(|()| rustix::stdio::dup2_stdout(&null))
+        .and_then(|()| rustix::stdio::dup2_stderr(&null))
+        .map_err(|e| DaemonError::System { what: "redirect standard streams", source: e.into() })
 }
 
 /// Sets the process umask (foreground mode; the daemon sets it while detaching).
 pub fn set_umask(umask: u32) {
-    // SAFETY: umask cannot fail.
-    unsafe { libc::umask(umask as libc::mode_t) };
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
 }
 
 /// The polling cadence (HUP-RUN-03): the first pass at once, then passes every

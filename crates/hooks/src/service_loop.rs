@@ -287,13 +287,13 @@ type PendingPass = Pin<Box<dyn Future<Output = Result<PassReport, offload::Offlo
 /// starts. Each step is logged; an action that outlives even SIGKILL's wait (its output
 /// held open by a process that left its group) is logged and left behind.
 async fn stop_actions() {
-    for action in ACTIONS.signal_all(libc::SIGTERM) {
+    for action in ACTIONS.signal_all(rustix::process::Signal::TERM) {
         tracing::info!("Stopping: terminating the action for {} (pid {})", action.label, action.pid);
     }
     if actions_gone_within(ACTION_GRACE).await {
         return;
     }
-    for action in ACTIONS.signal_all(libc::SIGKILL) {
+    for action in ACTIONS.signal_all(rustix::process::Signal::KILL) {
         tracing::warn!(
             "Stopping: the action for {} (pid {}) is still running {} s after SIGTERM; killing it",
             action.label,

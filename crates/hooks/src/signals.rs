@@ -66,8 +66,8 @@ mod tests {
         cfn_aws::runtime::block_on(async {
             let quiet = tokio::time::timeout(Duration::from_millis(50), signals.next()).await;
             assert!(quiet.is_err(), "no signal yet");
-            // SAFETY: sending ourselves SIGHUP, which the handler turns into a reload request.
-            unsafe { libc::raise(libc::SIGHUP) };
+            // SIGHUP to ourselves, which the handler turns into a reload request.
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::HUP).unwrap();
             // Waiting for a stop leaves the reload pending.
             let stop = tokio::time::timeout(Duration::from_millis(50), signals.stop()).await;
             assert!(stop.is_err(), "SIGHUP is not a stop");

@@ -65,11 +65,15 @@ mod tests {
         let mut expected = want.clone();
         expected.push("sub".into());
         assert_eq!(sorted(of_path(dir.path()).unwrap()), expected);
-        let handle = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(dir.path()).unwrap();
+        let handle = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::PATH.bits() as i32)
+            .open(dir.path())
+            .unwrap();
         assert_eq!(sorted(of_fd(handle.as_fd()).unwrap()), expected);
         let missing = of_path(&dir.path().join("none")).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
         let not_a_dir = of_path(&dir.path().join(&want[0])).unwrap_err();
-        assert_eq!(not_a_dir.raw_os_error(), Some(libc::ENOTDIR));
+        assert_eq!(not_a_dir.raw_os_error(), Some(rustix::io::Errno::NOTDIR.raw_os_error()));
     }
 }

@@ -16,18 +16,15 @@ pub fn fqdn() -> String {
     canonical_name(&name).unwrap_or(name)
 }
 
+/// The kernel's node name, which is what `gethostname` returns.
 fn hostname() -> Option<String> {
-    let mut buf = vec![0u8; 256];
-    // SAFETY: the buffer is valid for `len` bytes; the name is NUL-terminated when it
-    // fits, and the last byte is kept zero so the CStr read below stays in bounds.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
-    if rc != 0 {
-        return None;
-    }
-    let name = CStr::from_bytes_until_nul(&buf).ok()?.to_string_lossy().trim().to_string();
+    let name = rustix::system::uname().nodename().to_string_lossy().trim().to_string();
     (!name.is_empty()).then_some(name)
 }
 
+/// The resolver's canonical name for `name`. This stays on libc's `getaddrinfo`: the
+/// answer comes from the C library's NSS (`/etc/hosts`, DNS, systemd-resolved, …),
+/// which rustix does not reach.
 fn canonical_name(name: &str) -> Option<String> {
     let node = CString::new(name).ok()?;
     // SAFETY: an all-zero addrinfo is a valid "no hints" value; the fields set below

@@ -12,6 +12,7 @@ use crate::CommandLine;
 use crate::output::{KeptOutput, LineSplitter};
 use crate::process_groups::ProcessGroups;
 use crate::users::{self, User};
+use rustix::process::{Gid, Uid};
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -211,17 +212,13 @@ fn wait(child: &mut Child, group: Option<InGroup<'_>>) -> std::io::Result<ExitSt
 
 /// Blocks until the child `pid` has exited, leaving it to be reaped.
 fn wait_unreaped(pid: u32) -> std::io::Result<()> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions};
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw).ok_or(std::io::ErrorKind::InvalidInput)?;
     loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waiting for our own child without reaping it (WNOWAIT).
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
+        match rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -237,25 +234,25 @@ fn wait_unreaped(pid: u32) -> std::io::Result<()> {
 /// makes setsid fail. Every command that runs as another user (cfn-init's commands, their
 /// tests and `defaults` scripts, cfn-hup's hook actions) is set up here.
 fn switch_user(command: &mut Command, user: &User) {
-    let groups = users::group_list(user);
-    let (uid, gid) = (user.uid, user.gid);
+    use rustix::thread::{set_thread_gid, set_thread_groups, set_thread_uid};
+    let groups: Vec<Gid> = users::group_list(user).into_iter().map(Gid::from_raw).collect();
+    let (uid, gid) = (Uid::from_raw(user.uid), Gid::from_raw(user.gid));
     command.env("HOME", &user.home).env("USER", &user.name).env("LOGNAME", &user.name);
     if !user.shell.is_empty() {
         command.env("SHELL", &user.shell);
     }
-    // SAFETY: only async-signal-safe calls between fork and exec; `groups` was built
-    // before the fork.
+    // SAFETY: between fork and exec only system calls run, with no allocation or lock:
+    // `groups` was built before the fork. rustix's calls set the credentials of the
+    // calling thread only (the kernel's view, not POSIX's process-wide one); the forked
+    // child has that one thread, so they are the process's.
     unsafe {
         command.pre_exec(move || {
             // Session first, while still root; then groups and gid, then the uid that
             // gives up the right to change them.
-            if libc::setsid() < 0
-                || libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                || libc::setgid(gid) != 0
-                || libc::setuid(uid) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
+            set_thread_groups(&groups)?;
+            set_thread_gid(gid)?;
+            set_thread_uid(uid)?;
             Ok(())
         });
     }
@@ -265,6 +262,7 @@ fn switch_user(command: &mut Command, user: &User) {
 mod tests {
     use super::*;
     use crate::output::KEEP;
+    use rustix::process::Signal;
 
     fn run_collect(invocation: &Invocation<'_>) -> (Finished, Vec<String>) {
         let mut lines = Vec::new();
@@ -449,10 +447,10 @@ mod tests {
         assert_eq!(pgid(shell), Some(shell), "the command leads its own group");
         assert_eq!(pgid(sleep), Some(shell), "what it starts is in that group");
         assert_eq!(GROUPS.running(), [crate::process_groups::Group { pid: shell, label: "the test".into() }]);
-        let signalled = GROUPS.signal_all(libc::SIGTERM);
+        let signalled = GROUPS.signal_all(Signal::TERM);
         assert_eq!(signalled.len(), 1);
         let finished = worker.join().unwrap();
-        assert_eq!(finished.code, -libc::SIGTERM);
+        assert_eq!(finished.code, -Signal::TERM.as_raw());
         assert!(gone(sleep), "the group's other process got the signal too");
         assert!(GROUPS.is_empty(), "an ended command is no longer registered");
         let cmd = CommandLine::Shell("true".into());
@@ -468,7 +466,7 @@ mod tests {
     #[test]
     fn a_runas_command_in_a_group_leads_its_session_and_sigkill_ends_it() {
         static GROUPS: ProcessGroups = ProcessGroups::new();
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             return;
         }
         let root = users::user("root").unwrap();
@@ -476,10 +474,10 @@ mod tests {
         let (worker, shell, sleep) = start_in_group(&GROUPS, "trap '' TERM".into(), Some(root), &dir);
         assert_eq!(pgid(shell), Some(shell));
         assert_eq!(pgid(sleep), Some(shell));
-        GROUPS.signal_all(libc::SIGTERM);
+        GROUPS.signal_all(Signal::TERM);
         assert!(!gone(shell) && GROUPS.running().len() == 1, "the shell ignores SIGTERM");
-        GROUPS.signal_all(libc::SIGKILL);
-        assert_eq!(worker.join().unwrap().code, -libc::SIGKILL);
+        GROUPS.signal_all(Signal::KILL);
+        assert_eq!(worker.join().unwrap().code, -Signal::KILL.as_raw());
         assert!(gone(sleep));
         assert!(GROUPS.is_empty());
         std::fs::remove_dir_all(dir).unwrap();

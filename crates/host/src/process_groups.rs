@@ -7,6 +7,7 @@
 //! exited (`waitid` with `WNOWAIT`) and before it reaps it. An unreaped leader keeps its
 //! pid, so `kill(-pid, …)` can never reach a process that was given a recycled pid.
 
+use rustix::process::{Pid, Signal};
 use std::sync::{Mutex, MutexGuard};
 
 /// A registered command: the leader's pid (which is also its process group's id) and
@@ -63,13 +64,15 @@ impl ProcessGroups {
     /// Sends `signal` to the process group of every registered command and refuses to
     /// start any command from now on. Returns the groups signalled (a group whose
     /// processes have all exited is not an error).
-    pub fn signal_all(&self, signal: libc::c_int) -> Vec<Group> {
+    pub fn signal_all(&self, signal: Signal) -> Vec<Group> {
         let mut state = self.lock();
         state.stopping = true;
         for group in &state.running {
-            // SAFETY: the leader is registered, hence not reaped: its pid is still its
-            // own and names its group.
-            unsafe { libc::kill(-(group.pid as libc::pid_t), signal) };
+            // The leader is registered, hence not reaped: its pid is still its own and
+            // names its group.
+            if let Some(pid) = i32::try_from(group.pid).ok().and_then(Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(pid, signal);
+            }
         }
         state.running.clone()
     }

@@ -29,14 +29,16 @@ impl ProcessIdentity {
         match stat(self.pid) {
             Some(now) => !now.ended && (self.start_ticks.is_none() || self.start_ticks == now.start_ticks),
             None if std::path::Path::new("/proc/self/stat").exists() => false,
-            None => {
-                let Ok(pid) = i32::try_from(self.pid) else { return false };
-                // SAFETY: signal 0 only checks that the process exists.
-                let signalled = unsafe { libc::kill(pid, 0) };
-                signalled == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-            }
+            None => pid_exists(self.pid),
         }
     }
+}
+
+/// Whether a process with this pid exists (signal 0: checked, not sent). One that
+/// belongs to another user exists too (`EPERM`).
+pub fn pid_exists(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+    matches!(rustix::process::test_kill_process(pid), Ok(()) | Err(rustix::io::Errno::PERM))
 }
 
 struct Stat {
@@ -88,5 +90,14 @@ mod tests {
         }
         child.wait().unwrap();
         assert!(!identity.is_running());
+    }
+
+    #[test]
+    fn a_pid_exists_while_its_process_is_not_reaped() {
+        assert!(pid_exists(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        assert!(pid_exists(child.id()), "a zombie still holds its pid");
+        child.wait().unwrap();
+        assert!(!pid_exists(0) && !pid_exists(u32::MAX), "never a process");
     }
 }

@@ -1,7 +1,13 @@
-//! Users and groups by name, from the system's databases (passwd/group through NSS).
+//! Users and groups by name or id, from the system's databases (passwd/group through NSS).
+//!
+//! These stay on libc: the databases are read through the C library's NSS (files, LDAP,
+//! sssd, …), which rustix does not reach. Only the reentrant `get*_r` forms are used, so
+//! a lookup is safe from any thread.
 
+use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
@@ -34,45 +40,52 @@ fn with_buffer<T>(mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Opt
 pub fn user(name: &str) -> Option<User> {
     let c = c_name(name)?;
     with_buffer(|buf| {
-        // SAFETY: all pointers are valid for the call; the result points into `buf`,
-        // which outlives the reads below.
-        unsafe {
-            let mut pwd: libc::passwd = std::mem::zeroed();
-            let mut result: *mut libc::passwd = std::ptr::null_mut();
-            let rc = libc::getpwnam_r(c.as_ptr(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
-            if result.is_null() {
-                return (rc, None);
-            }
-            let text = |p: *const libc::c_char| {
-                if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
-            };
-            (
-                rc,
-                Some(User {
-                    name: name.to_string(),
-                    uid: pwd.pw_uid,
-                    gid: pwd.pw_gid,
-                    home: PathBuf::from(text(pwd.pw_dir)),
-                    shell: text(pwd.pw_shell),
-                }),
-            )
-        }
+        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::zeroed();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: all pointers are valid for the call; the entry points into `buf`.
+        let rc = unsafe { libc::getpwnam_r(c.as_ptr(), pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut result) };
+        // SAFETY: `result` is null or points at `pwd`, filled in from `buf`, both still alive.
+        (rc, unsafe { passwd_entry(result) }.map(|u| User { name: name.to_string(), ..u }))
+    })
+}
+
+/// The passwd entry of the user with id `uid`, if the passwd database has one.
+pub fn user_by_id(uid: u32) -> Option<User> {
+    with_buffer(|buf| {
+        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::zeroed();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: as in `user`.
+        let rc = unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut result) };
+        // SAFETY: as in `user`.
+        (rc, unsafe { passwd_entry(result) })
     })
 }
 
 /// The name of the user with id `uid`, if the passwd database has one.
 pub fn user_name(uid: u32) -> Option<String> {
-    with_buffer(|buf| {
-        // SAFETY: as in `user`.
-        unsafe {
-            let mut pwd: libc::passwd = std::mem::zeroed();
-            let mut result: *mut libc::passwd = std::ptr::null_mut();
-            let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
-            if result.is_null() || pwd.pw_name.is_null() {
-                return (rc, None);
-            }
-            (rc, Some(CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned()))
-        }
+    user_by_id(uid).map(|u| u.name)
+}
+
+/// The entry a `getpw*_r` call found, read into owned strings.
+///
+/// # Safety
+/// `entry` is null or points at a `passwd` whose strings are NUL-terminated or null.
+unsafe fn passwd_entry(entry: *const libc::passwd) -> Option<User> {
+    // SAFETY: guaranteed by the caller.
+    let pwd = unsafe { entry.as_ref()? };
+    let text = |p: *const libc::c_char| {
+        // SAFETY: a non-null field of the entry is a NUL-terminated string.
+        if p.is_null() { String::new() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() }
+    };
+    if pwd.pw_name.is_null() {
+        return None;
+    }
+    Some(User {
+        name: text(pwd.pw_name),
+        uid: pwd.pw_uid,
+        gid: pwd.pw_gid,
+        home: PathBuf::from(text(pwd.pw_dir)),
+        shell: text(pwd.pw_shell),
     })
 }
 
@@ -110,6 +123,39 @@ pub fn group_list(user: &User) -> Vec<libc::gid_t> {
     }
 }
 
+/// The gids of the groups whose member list names `user` (the group database as the
+/// reference read it, through `grp.getgrall()`; a primary group is not included).
+///
+/// The database is walked with `getgrent`, which keeps its place and its entry in the C
+/// library's static storage (musl has no `getgrent_r`): a lock keeps two walks in this
+/// process apart, and each entry is read before the next call.
+pub fn member_gids(user: &str) -> BTreeSet<u32> {
+    static WALK: Mutex<()> = Mutex::new(());
+    let _walk = WALK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut found = BTreeSet::new();
+    // SAFETY: the walk is serialised above; an entry and its member list are read
+    // before the next getgrent call overwrites them.
+    unsafe {
+        libc::setgrent();
+        loop {
+            let entry = libc::getgrent();
+            if entry.is_null() {
+                break;
+            }
+            let mut member = (*entry).gr_mem;
+            while !member.is_null() && !(*member).is_null() {
+                if CStr::from_ptr(*member).to_bytes() == user.as_bytes() {
+                    found.insert((*entry).gr_gid);
+                    break;
+                }
+                member = member.add(1);
+            }
+        }
+        libc::endgrent();
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,7 +170,25 @@ mod tests {
         assert!(user("bad\0name").is_none());
         assert!(group_list(&root).contains(&0));
         assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(user_by_id(0), Some(root));
         // An id with no passwd entry has no name (4294967294 is never allocated).
         assert_eq!(user_name(u32::MAX - 1), None);
+    }
+
+    /// Compared with `/etc/group` read here: every member of a group listed there is
+    /// found in it (NSS may add groups from elsewhere, never drop these).
+    #[test]
+    fn member_groups_are_those_whose_member_list_names_the_user() {
+        assert!(member_gids("no-such-user-here").is_empty());
+        let text = std::fs::read_to_string("/etc/group").unwrap_or_default();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(':').collect();
+            let (Some(gid), Some(members)) = (fields.get(2).and_then(|g| g.parse::<u32>().ok()), fields.get(3)) else {
+                continue;
+            };
+            for member in members.split(',').filter(|m| !m.is_empty()) {
+                assert!(member_gids(member).contains(&gid), "{member} is a member of {}", fields[0]);
+            }
+        }
     }
 }
