@@ -90,6 +90,7 @@ mod tests {
     #[test]
     fn leftovers_of_killed_writers_are_removed_and_live_ones_kept() {
         let dir = tempfile::tempdir().unwrap();
+        crate::temp_files::forget_cleaned(dir.path());
         let target = dir.path().join("state.json");
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();

@@ -209,11 +209,21 @@ fn remove_abandoned(dir: BorrowedFd<'_>, name: &OsStr, euid: u32) -> bool {
     }
 }
 
+/// Forgets `dir` as cleaned, for tests: other tests of the same process clean
+/// directories they then delete, and a new directory may be given the same inode.
+#[cfg(test)]
+pub(crate) fn forget_cleaned(dir: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let st = std::fs::metadata(dir).unwrap();
+    if let Some(cleaned) = CLEANED.lock().unwrap().as_mut() {
+        cleaned.remove(&(st.dev(), st.ino()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
-    use std::os::unix::fs::MetadataExt;
 
     /// A pid no process has: a child that has exited and been reaped.
     fn dead_pid() -> i32 {
@@ -286,13 +296,9 @@ mod tests {
         assert!(!gone(0) && !gone(-1));
     }
 
-    /// `dir` opened, and forgotten as cleaned: other tests of this process clean
-    /// directories they then delete, and this one may have been given the same inode.
+    /// `dir` opened, and forgotten as cleaned (see [`forget_cleaned`]).
     fn fresh(dir: &std::path::Path) -> std::fs::File {
-        let st = std::fs::metadata(dir).unwrap();
-        if let Some(cleaned) = CLEANED.lock().unwrap().as_mut() {
-            cleaned.remove(&(st.dev(), st.ino()));
-        }
+        forget_cleaned(dir);
         std::fs::File::open(dir).unwrap()
     }
 
