@@ -152,11 +152,7 @@ fn gone(pid: i32) -> bool {
             .is_some_and(|state| matches!(state, b'Z' | b'X')),
         Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         // No /proc to read: a process that cannot be signalled does not exist.
-        Err(_) => {
-            // SAFETY: signal 0 only checks that the process exists.
-            let signalled = unsafe { libc::kill(pid, 0) };
-            signalled != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-        }
+        Err(_) => !crate::process_identity::pid_exists(pid as u32),
     }
 }
 
