@@ -178,8 +178,9 @@ pub fn install_missing(programs: &[(&str, &str)]) -> Result<()> {
     if !update.map(|s| s.success()).unwrap_or(false) {
         bail!("`{}` are missing and apt-get update failed (install them, as root)", missing.join(" "));
     }
+    // Another apt (unattended upgrades, another build) may hold dpkg's lock for a while.
     let status = Command::new("apt-get")
-        .args(["-q", "-y", "install"])
+        .args(["-q", "-y", "-o", "DPkg::Lock::Timeout=300", "install"])
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive")
         .stdout(Stdio::null())
