@@ -15,6 +15,10 @@
 //! 65 to 95 s and 176 MB, 450 MB in all; needs the Debian mirror) and reused; tests
 //! overlay it, so it is never modified. Delete the directory to rebuild it.
 //! `CFN_TESTROOT_MIRROR` picks another mirror.
+//!
+//! `cargo xtask demo` needs only what the scenario needs: it uses this root when it is
+//! there, else builds a smaller one once (`ensure_for_demo`, `target/testroot/bookworm-demo`:
+//! the same steps with fewer packages).
 
 mod package_managers;
 
