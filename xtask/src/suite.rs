@@ -181,10 +181,36 @@ fn cargo_test(args: &[String], envs: &[(&str, OsString)]) -> Result<Counts> {
         .stdin(Stdio::null())
         .spawn()
         .context("run cargo test")?;
+    // Lines come through a thread, so that a process a test left behind holding the pipe
+    // cannot keep this waiting once cargo has ended.
+    let (lines, from_cargo) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Lossy: a test may print bytes that are not UTF-8.
+        for line in BufReader::new(reader).split(b'\n') {
+            let line = line.map(|l| String::from_utf8_lossy(&l).trim_end_matches('\r').to_string());
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut counts = Counts::default();
     let mut binary = String::new();
-    for line in BufReader::new(reader).lines() {
-        let line = line?;
+    let mut ended = None;
+    loop {
+        let line = match from_cargo.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => line?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                // What cargo wrote before it ended has arrived well within a second.
+                if ended.is_none() && child.try_wait()?.is_some() {
+                    ended = Some(Instant::now());
+                }
+                if ended.is_some_and(|at| at.elapsed() > Duration::from_secs(2)) {
+                    break;
+                }
+                continue;
+            }
+        };
         println!("{line}");
         if let Some(name) = test_binary(&line) {
             binary = name;
