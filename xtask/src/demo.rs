@@ -36,13 +36,18 @@ pub fn run() -> Result<ExitCode> {
              run `sudo -E cargo xtask demo` (or as root) for both."
         );
     }
+    // What takes long the first time without needing the CPU the build needs (downloads,
+    // unpacking) is made meanwhile: the emulator's Python environment and, for part 2,
+    // the Debian root.
+    let venv = std::thread::spawn(emulator::ensure_venv);
+    let rootfs = root.then(|| std::thread::spawn(testroot::ensure_for_demo));
     step("Part 1: the tools against the local emulator (no root needed)");
-    let binary = tools(&mut phases)?;
+    let (binary, python) = tools(&mut phases, venv)?;
     phases.total("part 1", started);
-    if root {
+    if let Some(rootfs) = rootfs {
         let part2 = Instant::now();
         step("Part 2: the end-to-end scenario, as root");
-        end_to_end(&binary, &mut phases)?;
+        end_to_end(&binary, python, rootfs, &mut phases)?;
         phases.total("part 2", part2);
     }
     phases.total("the whole demo", started);
@@ -84,17 +89,16 @@ impl Phases {
 }
 
 /// Part 2: the scenario of tests/scenario.rs, narrated, with the binary part 1 built.
-fn end_to_end(binary: &Path, phases: &mut Phases) -> Result<()> {
+fn end_to_end(binary: &Path, python: PathBuf, rootfs: Background<PathBuf>, phases: &mut Phases) -> Result<()> {
     for (program, why) in
         [("ip", "iproute2"), ("unshare", "util-linux"), ("nsenter", "util-linux"), ("openssl", "openssl")]
     {
         crate::require(program, &format!("the scenario (Debian package {why})"))?;
     }
     phases.start();
-    let python = emulator::ensure_venv()?;
-    let rootfs = testroot::ensure_for_demo()?;
+    let rootfs = finish(rootfs, "the Debian root")?;
     println!("    isolated Debian root: {}", short_path(&rootfs));
-    phases.done("the Debian root (built once, then cached)");
+    phases.done("waiting for the Debian root (made once, during part 1)");
     let deb = if runs_in(&rootfs, binary)? {
         println!("    building the .deb of the binary part 1 built");
         dist::deb_of(binary, &dist::target_dir().join("demo-dist"))?
@@ -177,8 +181,15 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Part 1; returns the binary it built.
-fn tools(phases: &mut Phases) -> Result<PathBuf> {
+/// Work started on a thread of its own.
+type Background<T> = std::thread::JoinHandle<Result<T>>;
+
+fn finish<T>(work: Background<T>, what: &str) -> Result<T> {
+    work.join().unwrap_or_else(|_| bail!("making {what} panicked"))
+}
+
+/// Part 1; returns the binary it built and the emulator's Python.
+fn tools(phases: &mut Phases, venv: Background<PathBuf>) -> Result<(PathBuf, PathBuf)> {
     step("Building cfn-bootstrap");
     phases.start();
     let status = cargo().current_dir(workspace()).args(["build", "--bin", "cfn-bootstrap"]).status()?;
@@ -199,13 +210,13 @@ fn tools(phases: &mut Phases) -> Result<PathBuf> {
     println!("    links to the one binary: {}/bin/cfn-*", demo.display());
 
     step("Starting the local AWS emulator (CloudFormation + instance metadata, SigV4 checked)");
-    let python = emulator::ensure_venv()?;
+    let python = finish(venv, "the emulator's Python environment")?;
     let emulator = Emulator::start(
         &python,
         &["--validate-sigv4".into(), "--credentials".into(), format!("{ACCESS_KEY}:{SECRET_KEY}")],
     )?;
     println!("    listening at {}", emulator.url);
-    phases.done("the emulator's start (its Python environment: once)");
+    phases.done("the emulator's start (and its Python environment, made once during the build)");
 
     step(&format!("Creating stack {STACK} with an instance whose metadata holds AWS::CloudFormation::Init"));
     create_stack(&emulator.url, &demo)?;
@@ -277,7 +288,7 @@ fn tools(phases: &mut Phases) -> Result<PathBuf> {
     drop(emulator);
     phases.done("the tools");
     println!("\nDone. Links, logs and state are under {}; the emulator has stopped.", demo.display());
-    Ok(binary)
+    Ok((binary, python))
 }
 
 fn step(title: &str) {

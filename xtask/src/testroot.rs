@@ -161,7 +161,7 @@ fn build(
     std::fs::write(building.join("etc/apt/sources.list"), "deb [trusted=yes] file:/srv/cfn-repo ./\n")?;
     let _ = std::fs::remove_dir_all(building.join("etc/apt/sources.list.d"));
     std::fs::create_dir_all(building.join("etc/apt/sources.list.d"))?;
-    chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update && apt-get clean")?;
+    chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update >/dev/null && apt-get clean")?;
     for marker in markers {
         std::fs::write(building.join(marker), contents)?;
     }
