@@ -59,8 +59,23 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// Cargo, without the variables `cargo run` set for this program (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...): build scripts that watch them (ring's does) would otherwise see
+/// them change between `cargo xtask` and the builds it starts, and every such build would
+/// compile them again, and all that depends on them (minutes on two cores).
 pub fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let set_by_cargo_run = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+            || ["CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&name);
+        if set_by_cargo_run {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
 }
 
 /// Fails with a clear message when a program the tests need is missing.
