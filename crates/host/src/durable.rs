@@ -97,6 +97,8 @@ mod tests {
         let running = dir.path().join(format!(".state.json.{live}.0.cfn-tmp"));
         std::fs::write(&killed, "half").unwrap();
         std::fs::write(&running, "someone else's").unwrap();
+        // Another test of this process may have cleaned a directory with this inode.
+        temp_files::forget_cleaned(dir.path());
         replace(&target, b"mine", 0o600).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"mine");
         assert!(!killed.exists());

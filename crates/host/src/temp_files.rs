@@ -103,6 +103,17 @@ fn gone(pid: i32) -> bool {
 /// Removes the temporary files of processes that no longer run from the directory
 /// `dir`, the first time this process asks for that directory; returns how many went.
 /// Errors are ignored: a leftover only takes room.
+/// Forgets that this process cleaned `dir` (tests only): tests of one process clean
+/// directories they then delete, and a later test's directory may get the same inode.
+#[cfg(test)]
+pub(crate) fn forget_cleaned(dir: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let st = std::fs::metadata(dir).unwrap();
+    if let Some(cleaned) = CLEANED.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        cleaned.remove(&(st.dev(), st.ino()));
+    }
+}
+
 pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
     let Ok(st) = rustix::fs::fstat(dir) else { return 0 };
     {
@@ -127,7 +138,6 @@ pub fn remove_stale(dir: BorrowedFd<'_>) -> usize {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
-    use std::os::unix::fs::MetadataExt;
 
     /// A pid no process has: a child that has exited and been reaped.
     fn dead_pid() -> i32 {
@@ -217,12 +227,7 @@ mod tests {
             std::fs::write(dir.path().join(name), "").unwrap();
         }
         let handle = std::fs::File::open(dir.path()).unwrap();
-        // Other tests of this process clean directories they then delete; this one may
-        // have been given the same inode number, so the record of it is dropped first.
-        let st = std::fs::metadata(dir.path()).unwrap();
-        if let Some(cleaned) = CLEANED.lock().unwrap().as_mut() {
-            cleaned.remove(&(st.dev(), st.ino()));
-        }
+        forget_cleaned(dir.path());
         assert_eq!(remove_stale(handle.as_fd()), 2);
         let mut left: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
