@@ -124,6 +124,19 @@ impl Commands {
         (attribute("ApproximateNumberOfMessages"), attribute("ApproximateNumberOfMessagesNotVisible"))
     }
 
+    /// Waits until the listener is in a long poll: a ReceiveMessage on its queue that the
+    /// emulator has not answered yet.
+    fn wait_for_a_long_poll(&self, deadline: Instant) {
+        loop {
+            let receives = self.emulator.get_json("/_emu/requests?action=ReceiveMessage");
+            if receives.as_array().unwrap().iter().any(|r| r["queue"] == self.queue.as_str() && r["status"].is_null()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the listener is not in a long poll:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn results(&self) -> Vec<Value> {
         received(&self.emulator, REGION, &self.results)
     }
@@ -293,6 +306,9 @@ fn without_the_override_the_listener_calls_its_regions_endpoint() {
         .run();
     run.code(0);
     assert_eq!(proxy.targets(), ["sqs.us-east-1.amazonaws.com:443"], "{run}");
+    // Only requests on this test's queue: other tests call SQS on the shared emulator
+    // meanwhile (the JSON protocol names the queue in its body, the query protocol in
+    // its path).
     let sqs_calls: Vec<Value> = setup
         .emulator
         .get_json(&format!("/_emu/requests?since={since}"))
@@ -300,7 +316,8 @@ fn without_the_override_the_listener_calls_its_regions_endpoint() {
         .unwrap()
         .iter()
         .filter(|r| {
-            r["target"].as_str().is_some_and(|t| t.starts_with("AmazonSQS.")) || r["queue"] == setup.queue.as_str()
+            r["queue"] == setup.queue.as_str()
+                || r["path"].as_str().is_some_and(|p| p.trim_end_matches('/') == setup.queue)
         })
         .cloned()
         .collect();
@@ -576,8 +593,8 @@ fn a_reload_during_the_long_poll_applies_to_the_next_command_and_sigterm_does_no
         assert!(Instant::now() < deadline, "the listener did not start:\n{}", setup.log());
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Well inside the first long poll.
-    std::thread::sleep(Duration::from_secs(1));
+    // Inside the first long poll.
+    setup.wait_for_a_long_poll(deadline);
     write_hook("new");
     // SAFETY: signalling the process this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
@@ -592,7 +609,7 @@ fn a_reload_during_the_long_poll_applies_to_the_next_command_and_sigterm_does_no
     }
     assert_eq!(setup.marks(), ["new"], "{}", setup.log());
     // The next long poll has begun (nothing is on the queue) when SIGTERM arrives.
-    std::thread::sleep(Duration::from_secs(1));
+    setup.wait_for_a_long_poll(deadline);
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let stopped = Instant::now();

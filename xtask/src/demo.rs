@@ -4,15 +4,19 @@
 //! 2. As root only: the end-to-end scenario of tests/scenario.rs (xtask/src/scenario.rs):
 //!    unchanged user data in an isolated Debian root with cfn-bootstrap installed from
 //!    its .deb, nginx serving Hello World, cfn-hup applying a stack update. Without root
-//!    the demo says so and stops after part 1.
+//!    the demo says so and stops after part 1. The .deb holds the binary part 1 built
+//!    (no release build); the root is the test root when `cargo xtask test` made it,
+//!    else a smaller one made for the demo once (testroot::ensure_for_demo).
+//!
+//! Each phase's time is printed as it ends, and all of them at the end.
 
 use crate::emulator::{self, Emulator};
 use crate::{cargo, dist, testroot, workspace};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use std::path::Path;
-use std::process::{Command, ExitCode};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 #[path = "scenario.rs"]
 pub mod scenario;
@@ -22,8 +26,9 @@ const SECRET_KEY: &str = "demo/secret";
 const STACK: &str = "demo-stack";
 
 pub fn run() -> Result<ExitCode> {
-    // /proc/self belongs to the effective user.
-    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0;
+    let started = Instant::now();
+    let mut phases = Phases::default();
+    let root = testroot::running_as_root()?;
     if !root {
         println!(
             "Note: part 2 of the demo, the end-to-end scenario (nginx and cfn-hup in an isolated Debian root),\n\
@@ -31,28 +36,83 @@ pub fn run() -> Result<ExitCode> {
              run `sudo -E cargo xtask demo` (or as root) for both."
         );
     }
+    // What takes long the first time without needing the CPU the build needs (downloads,
+    // unpacking) is made meanwhile: the emulator's Python environment and, for part 2,
+    // the Debian root.
+    let venv = std::thread::spawn(emulator::ensure_venv);
+    let rootfs = root.then(|| std::thread::spawn(testroot::ensure_for_demo));
     step("Part 1: the tools against the local emulator (no root needed)");
-    tools()?;
-    if root {
+    let (binary, python) = tools(&mut phases, venv)?;
+    phases.total("part 1", started);
+    if let Some(rootfs) = rootfs {
+        let part2 = Instant::now();
         step("Part 2: the end-to-end scenario, as root");
-        end_to_end()?;
+        end_to_end(&binary, python, rootfs, &mut phases)?;
+        phases.total("part 2", part2);
     }
+    phases.total("the whole demo", started);
+    phases.print();
     Ok(ExitCode::SUCCESS)
 }
 
-/// Part 2: the scenario of tests/scenario.rs, narrated.
-fn end_to_end() -> Result<()> {
+/// How long each phase took, printed at the end.
+#[derive(Default)]
+struct Phases {
+    lines: Vec<(String, Duration)>,
+    lap: Option<Instant>,
+}
+
+impl Phases {
+    /// Ends the phase that began at the last call (or at the first).
+    fn done(&mut self, what: &str) {
+        let now = Instant::now();
+        let took = now - self.lap.unwrap_or(now);
+        self.lap = Some(now);
+        println!("    ({what}: {:.1} s)", took.as_secs_f64());
+        self.lines.push((format!("  {what}"), took));
+    }
+
+    fn start(&mut self) {
+        self.lap = Some(Instant::now());
+    }
+
+    fn total(&mut self, what: &str, since: Instant) {
+        self.lines.push((what.to_string(), since.elapsed()));
+    }
+
+    fn print(&self) {
+        println!("\nTimes:");
+        for (what, took) in &self.lines {
+            println!("    {what:<44} {:>6.1} s", took.as_secs_f64());
+        }
+    }
+}
+
+/// Part 2: the scenario of tests/scenario.rs, narrated, with the binary part 1 built.
+fn end_to_end(binary: &Path, python: PathBuf, rootfs: Background<PathBuf>, phases: &mut Phases) -> Result<()> {
     for (program, why) in
         [("ip", "iproute2"), ("unshare", "util-linux"), ("nsenter", "util-linux"), ("openssl", "openssl")]
     {
         crate::require(program, &format!("the scenario (Debian package {why})"))?;
     }
-    let python = emulator::ensure_venv()?;
-    let rootfs = testroot::ensure()?.context("the isolated Debian root could not be built")?;
+    phases.start();
+    let rootfs = finish(rootfs, "the Debian root")?;
     println!("    isolated Debian root: {}", short_path(&rootfs));
-    println!("    building the .deb (static x86_64 binary, release build: 1-3 minutes after a change)");
-    let dist_dir = dist::build(&[dist::X86_64], &workspace().join("target/demo-dist"))?;
-    let deb = dist_dir.join(format!("cfn-bootstrap_{}-1_amd64.deb", env!("CARGO_PKG_VERSION")));
+    phases.done("waiting for the Debian root (made once, during part 1)");
+    let deb = if runs_in(&rootfs, binary)? {
+        println!("    building the .deb of the binary part 1 built");
+        dist::deb_of(binary, &dist::target_dir().join("demo-dist"))?
+    } else {
+        // A build linked against a newer C library than Debian 12's cannot run there.
+        println!(
+            "    {} does not run in Debian 12: building the static release binary and its .deb",
+            short_path(binary)
+        );
+        let dist_dir = dist::build(&[dist::X86_64], &dist::target_dir().join("demo-dist"))?;
+        dist_dir.join(format!("cfn-bootstrap_{}-1_amd64.deb", env!("CARGO_PKG_VERSION")))
+    };
+    println!("    {}", short_path(&deb));
+    phases.done("the .deb");
     let work = workspace().join("demo/instance");
     let out = scenario::run(scenario::Config {
         rootfs,
@@ -63,6 +123,7 @@ fn end_to_end() -> Result<()> {
         work: work.clone(),
         hup_interval: Duration::from_secs(2),
     })?;
+    phases.done("the scenario");
     let ok = out.user_data_exit == 0
         && out.first_page == scenario::FIRST_PAGE
         && out.stack_status == "CREATE_COMPLETE"
@@ -92,14 +153,51 @@ fn end_to_end() -> Result<()> {
     Ok(())
 }
 
-/// Part 1.
-fn tools() -> Result<()> {
+/// Whether `binary` runs inside `root` (`--version`): a copy of it in a private /tmp
+/// of the root, in a private mount namespace (the cached root is not changed).
+fn runs_in(root: &Path, binary: &Path) -> Result<bool> {
+    let scratch = tempfile_dir()?;
+    std::fs::copy(binary, scratch.join("cfn-bootstrap"))?;
+    let status = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$SCRATCH" "$ROOT/tmp" && exec chroot "$ROOT" /tmp/cfn-bootstrap --version"#)
+        .env("ROOT", root)
+        .env("SCRATCH", &scratch)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("run unshare/chroot")?;
+    std::fs::remove_dir_all(&scratch)?;
+    Ok(status.success())
+}
+
+/// An empty directory under target/ for `runs_in`.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = dist::target_dir().join(format!("demo-check-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Work started on a thread of its own.
+type Background<T> = std::thread::JoinHandle<Result<T>>;
+
+fn finish<T>(work: Background<T>, what: &str) -> Result<T> {
+    work.join().unwrap_or_else(|_| bail!("making {what} panicked"))
+}
+
+/// Part 1; returns the binary it built and the emulator's Python.
+fn tools(phases: &mut Phases, venv: Background<PathBuf>) -> Result<(PathBuf, PathBuf)> {
     step("Building cfn-bootstrap");
+    phases.start();
     let status = cargo().current_dir(workspace()).args(["build", "--bin", "cfn-bootstrap"]).status()?;
     if !status.success() {
         bail!("the build failed");
     }
-    let binary = workspace().join("target/debug/cfn-bootstrap");
+    let binary = dist::target_dir().join("debug/cfn-bootstrap");
+    phases.done("the build");
 
     let demo = workspace().join("demo");
     let _ = std::fs::remove_dir_all(&demo);
@@ -112,12 +210,13 @@ fn tools() -> Result<()> {
     println!("    links to the one binary: {}/bin/cfn-*", demo.display());
 
     step("Starting the local AWS emulator (CloudFormation + instance metadata, SigV4 checked)");
-    let python = emulator::ensure_venv()?;
+    let python = finish(venv, "the emulator's Python environment")?;
     let emulator = Emulator::start(
         &python,
         &["--validate-sigv4".into(), "--credentials".into(), format!("{ACCESS_KEY}:{SECRET_KEY}")],
     )?;
     println!("    listening at {}", emulator.url);
+    phases.done("the emulator's start (and its Python environment, made once during the build)");
 
     step(&format!("Creating stack {STACK} with an instance whose metadata holds AWS::CloudFormation::Init"));
     create_stack(&emulator.url, &demo)?;
@@ -186,9 +285,10 @@ fn tools() -> Result<()> {
     for line in std::fs::read_to_string(&log).unwrap_or_default().lines() {
         println!("    | {line}");
     }
-    println!("\nDone. Links, logs and state are under {}; the emulator has stopped.", demo.display());
     drop(emulator);
-    Ok(())
+    phases.done("the tools");
+    println!("\nDone. Links, logs and state are under {}; the emulator has stopped.", demo.display());
+    Ok((binary, python))
 }
 
 fn step(title: &str) {

@@ -67,7 +67,7 @@ pub const AARCH64: Arch = Arch {
 
 /// Cargo's target directory (`CARGO_TARGET_DIR` or `target/`): the tests build their
 /// own copy in another one, so that they never wait for the outer cargo's lock.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"))
 }
 
@@ -126,13 +126,34 @@ pub fn build(archs: &[Arch], out: &Path) -> Result<PathBuf> {
             share_tree(&native, &share)?;
         }
         tarball(arch, &binary, &share, &stage, &out, epoch)?;
-        deb(arch, &binary, &share, &stage, &out, epoch)?;
+        deb(arch, &binary, &share, &stage, &out, epoch, &["-Zxz"])?;
         rpm(arch, &binary, &share, &stage, &out, epoch)?;
         container_root(arch, &binary, &container)?;
     }
     checksums(&out)?;
     std::fs::remove_dir_all(&stage)?;
     Ok(out)
+}
+
+/// The .deb of `binary`, a build of cfn-bootstrap for this machine (the demo's debug
+/// one: no release build), in `out` (emptied first); its path.
+pub fn deb_of(binary: &Path, out: &Path) -> Result<PathBuf> {
+    install_missing(&[("dpkg-deb", "dpkg"), ("gzip", "gzip")])?;
+    let arch = if cfg!(target_arch = "aarch64") { AARCH64 } else { X86_64 };
+    if out.exists() {
+        std::fs::remove_dir_all(out)?;
+    }
+    let stage = out.join("stage");
+    let share = stage.join("share");
+    share_tree(binary, &share)?;
+    // Without its debug information (two fifths of the size); as it is when there is
+    // no `strip`. Fast compression: xz takes a minute on a busy machine.
+    let stripped = stage.join("cfn-bootstrap");
+    copy(binary, &stripped, 0o755)?;
+    let _ = Command::new("strip").arg("--strip-debug").arg(&stripped).status();
+    deb(&arch, &stripped, &share, &stage, out, source_date_epoch(), &["-Zgzip", "-z1"])?;
+    std::fs::remove_dir_all(&stage)?;
+    Ok(out.join(format!("cfn-bootstrap_{VERSION}-1_{}.deb", arch.deb)))
 }
 
 /// Installs what the build needs: rustup targets and Debian packages (as root).
@@ -178,8 +199,9 @@ pub fn install_missing(programs: &[(&str, &str)]) -> Result<()> {
     if !update.map(|s| s.success()).unwrap_or(false) {
         bail!("`{}` are missing and apt-get update failed (install them, as root)", missing.join(" "));
     }
+    // Another apt (unattended upgrades, another build) may hold dpkg's lock for a while.
     let status = Command::new("apt-get")
-        .args(["-q", "-y", "install"])
+        .args(["-q", "-y", "-o", "DPkg::Lock::Timeout=300", "install"])
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive")
         .stdout(Stdio::null())
@@ -466,7 +488,16 @@ fn package_tree(binary: &Path, share: &Path, root: &Path, dirs: &PackageDirs, do
     Ok(())
 }
 
-fn deb(arch: &Arch, binary: &Path, share: &Path, stage: &Path, out: &Path, epoch: u64) -> Result<()> {
+/// `compression`: dpkg-deb's options (xz for releases; the demo's, fast gzip).
+fn deb(
+    arch: &Arch,
+    binary: &Path,
+    share: &Path,
+    stage: &Path,
+    out: &Path,
+    epoch: u64,
+    compression: &[&str],
+) -> Result<()> {
     let root = stage.join(format!("deb-{}", arch.deb));
     let dirs =
         PackageDirs { unit: "lib/systemd/system", init: "etc/init.d", zsh_completions: "zsh/vendor-completions" };
@@ -510,7 +541,9 @@ fn deb(arch: &Arch, binary: &Path, share: &Path, stage: &Path, out: &Path, epoch
     let file = out.join(format!("cfn-bootstrap_{VERSION}-1_{}.deb", arch.deb));
     run_cmd(
         Command::new("dpkg-deb")
-            .args(["--root-owner-group", "-Zxz", "--build"])
+            .arg("--root-owner-group")
+            .args(compression)
+            .arg("--build")
             .arg(&root)
             .arg(&file)
             .env("SOURCE_DATE_EPOCH", epoch.to_string()),

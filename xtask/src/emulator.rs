@@ -28,8 +28,10 @@ pub fn ensure_venv() -> Result<PathBuf> {
     eprintln!("xtask: installing the emulator's Python environment in {} (about 30 s)", venv.display());
     let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
+    // --no-compile: pip would compile every module of moto (thousands, minutes of CPU on a
+    // busy machine); Python compiles the few the emulator imports when it first starts.
     run(Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", "-r"])
         .arg(&requirements))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)

@@ -12,16 +12,16 @@ mod fleet;
 mod fuzz;
 mod instance;
 mod soak;
+mod suite;
 mod systemd_root;
 mod testroot;
 
-use anyhow::{Context, Result, bail};
-use std::io::{BufRead, BufReader};
+use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <task>
-  test [cargo test args...]
+  test [--repeat N] [cargo test args...]
   demo
   bench [--vs PREFIX] [--runs N] [--quick]
   dist [--skip-aarch64]
@@ -33,7 +33,7 @@ const USAGE: &str = "usage: cargo xtask <task>
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("test") => test(&args[1..]),
+        Some("test") => suite::run(&args[1..]),
         Some("demo") => demo::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
@@ -59,8 +59,23 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// Cargo, without the variables `cargo run` set for this program (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...): build scripts that watch them (ring's does) would otherwise see
+/// them change between `cargo xtask` and the builds it starts, and every such build would
+/// compile them again, and all that depends on them (minutes on two cores).
 pub fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let set_by_cargo_run = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+            || ["CARGO_PRIMARY_PACKAGE", "OUT_DIR"].contains(&name);
+        if set_by_cargo_run {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
 }
 
 /// Fails with a clear message when a program the tests need is missing.
@@ -72,92 +87,6 @@ fn require(program: &str, why: &str) -> Result<()> {
         bail!("`{program}` is not installed; the tests need it for {why}");
     }
     Ok(())
-}
-
-/// Installs the emulator, starts one shared instance, and runs every test once.
-fn test(extra: &[String]) -> Result<ExitCode> {
-    require("ip", "private network namespaces (Debian package iproute2)")?;
-    require("unshare", "private mount namespaces (util-linux)")?;
-    require("openssl", "test certificates")?;
-    require("strace", "the start-up cost tests (Debian package strace)")?;
-    let python = emulator::ensure_venv()?;
-    // The isolated Debian root of tests/init_system.rs (built once, then cached).
-    let rootfs = testroot::ensure()?;
-    // The systemd root of tests/systemd.rs, made from it (built once, then cached).
-    let systemd_rootfs = rootfs.as_deref().map(systemd_root::ensure).transpose()?;
-    // The x86_64 and aarch64 release artifacts for tests/dist.rs, tests/container.rs and
-    // the arm64 pass below (cached release builds).
-    let dist = dist::for_tests()?;
-    // The container image's tests build and run it with podman (runc: crun fails here).
-    dist::install_missing(&[("podman", "podman"), ("runc", "runc")])?;
-
-    // One build for all test binaries, before the emulator starts.
-    let status = cargo().current_dir(workspace()).args(["build", "--workspace", "--tests", "--bins"]).status()?;
-    if !status.success() {
-        bail!("the build failed");
-    }
-    let emulator = emulator::Emulator::start(&python, &emulator::test_arguments())?;
-    eprintln!("xtask: shared emulator at {}", emulator.url);
-    let envs = [
-        ("CFN_TEST_EMULATOR", emulator.url.clone().into()),
-        ("CFN_TEST_PYTHON", python.into_os_string()),
-        ("CFN_TEST_DIST", dist.clone().into_os_string()),
-    ];
-    let rootfs = rootfs.iter().map(|r| ("CFN_TEST_ROOTFS", r.clone().into_os_string()));
-    let systemd_rootfs = systemd_rootfs.iter().map(|r| ("CFN_TEST_SYSTEMD_ROOTFS", r.clone().into_os_string()));
-    let envs: Vec<(&str, std::ffi::OsString)> = envs.into_iter().chain(rootfs).chain(systemd_rootfs).collect();
-    let all = cargo_test(&[&["--workspace".to_string()], extra].concat(), &envs)?;
-    // The aarch64 binary on the subset that arm64.rs names, under qemu-user; not when the
-    // run was narrowed to some tests.
-    let aarch64 = if extra.is_empty() {
-        let binary = ("CFN_TEST_BINARY", arm64::binary(&dist).into_os_string());
-        let envs: Vec<_> = envs.iter().cloned().chain([binary, ("CFN_TEST_RUNNER", arm64::RUNNER.into())]).collect();
-        eprintln!("xtask: the aarch64 binary under {} on tests {}", arm64::RUNNER, arm64::TESTS.join(", "));
-        Some(cargo_test(&arm64::test_arguments(), &envs)?)
-    } else {
-        None
-    };
-    drop(emulator);
-    match &aarch64 {
-        Some(arm) => println!(
-            "tests: {} passed, {} failed (of which the aarch64 binary under qemu-user: {} passed, {} failed)",
-            all.passed + arm.passed,
-            all.failed + arm.failed,
-            arm.passed,
-            arm.failed
-        ),
-        None => println!("tests: {} passed, {} failed", all.passed, all.failed),
-    }
-    let success = all.success && aarch64.is_none_or(|arm| arm.success);
-    Ok(if success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-struct TestCounts {
-    passed: u64,
-    failed: u64,
-    success: bool,
-}
-
-/// `cargo test ARGS` with `envs`, its output passed through, the per-binary results added up.
-fn cargo_test(args: &[String], envs: &[(&str, std::ffi::OsString)]) -> Result<TestCounts> {
-    let mut child = cargo()
-        .current_dir(workspace())
-        .arg("test")
-        .args(args)
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("run cargo test")?;
-    let (mut passed, mut failed) = (0u64, 0u64);
-    for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
-        let line = line?;
-        println!("{line}");
-        if let Some(result) = line.strip_prefix("test result: ") {
-            passed += count_before(result, " passed");
-            failed += count_before(result, " failed");
-        }
-    }
-    Ok(TestCounts { passed, failed, success: child.wait()?.success() })
 }
 
 /// The number just before `label` in `ok. 8 passed; 0 failed; …`.

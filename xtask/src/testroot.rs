@@ -15,9 +15,14 @@
 //! 65 to 95 s and 176 MB, 450 MB in all; needs the Debian mirror) and reused; tests
 //! overlay it, so it is never modified. Delete the directory to rebuild it.
 //! `CFN_TESTROOT_MIRROR` picks another mirror.
+//!
+//! `cargo xtask demo` needs only what the scenario needs: it uses this root when it is
+//! there, else builds a smaller one once (`ensure_for_demo`, `target/testroot/bookworm-demo`:
+//! the same steps with fewer packages).
 
 mod package_managers;
 
+use crate::dist::install_missing;
 use crate::workspace;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -33,6 +38,9 @@ const INCLUDE: &str = "systemd,init-system-helpers,sysvinit-utils,passwd,rpm";
 const REAL_PACKAGE: &str = "hello";
 /// Downloaded with its dependencies for the scenario's `packages: apt: nginx`.
 const WEB_PACKAGE: &str = "nginx";
+/// The demo's root: `service` and `update-rc.d` for the scenario's SysV services.
+const DEMO_MARKER: &str = ".cfn-demoroot-v1";
+const DEMO_INCLUDE: &str = "init-system-helpers,sysvinit-utils";
 
 pub fn path() -> PathBuf {
     workspace().join("target/testroot").join(SUITE)
@@ -45,20 +53,76 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     if root.join(MARKER).is_file() {
         return Ok(Some(root));
     }
-    // /proc/self belongs to the effective user.
-    let euid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?);
-    if euid != 0 {
+    if !running_as_root()? {
         eprintln!("xtask: not root, so the isolated Debian root is not built (system tests will skip)");
         return Ok(None);
     }
-    // One build at a time (several `cargo xtask test` may start together).
+    let contents = format!("{SUITE} {INCLUDE} {REAL_PACKAGE} {WEB_PACKAGE} cfn-tiny {}\n", package_managers::PACKAGES);
+    let markers: Vec<&str> = OLDER_MARKERS.iter().chain([&MARKER]).copied().collect();
+    build(&root, "isolated Debian root", INCLUDE, &markers, &contents, |building, repo| {
+        for version in ["1.0-1", "2.0-1"] {
+            tiny_deb(building, repo, version)?;
+        }
+        download_web_package(building)?;
+        // The real package comes from the mirror through the root's own apt.
+        chroot(building, &format!("cd /srv/cfn-repo && apt-get -q download {REAL_PACKAGE}"))?;
+        // A tiny RPM built with Debian's rpmbuild, for the `rpm` manager (installed with
+        // the real rpm into the root's own rpm database).
+        chroot(building, &format!("set -e\n{}", tiny_rpm("1.0")))?;
+        package_managers::add(building)
+    })?;
+    Ok(Some(root))
+}
+
+/// The demo's root (`cargo xtask demo`, part 2): what the end-to-end scenario needs and
+/// nothing more. The test root when it is there (it holds the same since v3); else
+/// `target/testroot/bookworm-demo`, built once: a debootstrap'd bookworm `minbase` with
+/// `service` and `update-rc.d`, and the local repository holding nginx and what it
+/// needs (about a minute and 200 MB instead of the test root's several minutes).
+pub fn ensure_for_demo() -> Result<PathBuf> {
+    let tests = path();
+    if tests.join(".cfn-testroot-v3").is_file() {
+        return Ok(tests);
+    }
+    let root = tests.with_file_name(format!("{SUITE}-demo"));
+    if root.join(DEMO_MARKER).is_file() {
+        return Ok(root);
+    }
+    if !running_as_root()? {
+        bail!("building the demo's Debian root needs root");
+    }
+    let contents = format!("{SUITE} {DEMO_INCLUDE} {WEB_PACKAGE}\n");
+    build(&root, "demo's Debian root", DEMO_INCLUDE, &[DEMO_MARKER], &contents, |building, _| {
+        download_web_package(building)
+    })?;
+    Ok(root)
+}
+
+pub fn running_as_root() -> Result<bool> {
+    // /proc/self belongs to the effective user.
+    Ok(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self")?) == 0)
+}
+
+/// Builds `root` once (several `cargo xtask` may start together): debootstrap with
+/// `include`, then `fill(root being built, its /srv/cfn-repo)` while the root's apt
+/// still knows the mirror, then the local repository's index; from then on the root's
+/// apt knows only that repository. `markers` get `contents`; the root is renamed into
+/// place only when complete.
+fn build(
+    root: &Path,
+    what: &str,
+    include: &str,
+    markers: &[&str],
+    contents: &str,
+    fill: impl FnOnce(&Path, &Path) -> Result<()>,
+) -> Result<()> {
     std::fs::create_dir_all(root.parent().expect("under target/testroot"))?;
     let _lock = BuildLock::acquire(&root.with_extension("lock"))?;
-    if root.join(MARKER).is_file() {
-        return Ok(Some(root));
+    if markers.iter().all(|m| root.join(m).is_file()) {
+        return Ok(());
     }
     let started = Instant::now();
-    eprintln!("xtask: building the isolated Debian root in {} (once)", root.display());
+    eprintln!("xtask: building the {what} in {} (once)", root.display());
     install_missing(&[("debootstrap", "debootstrap"), ("dpkg-scanpackages", "dpkg-dev"), ("dpkg-deb", "dpkg")])?;
     let building = root.with_extension("building");
     if building.exists() {
@@ -68,7 +132,7 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     let log = root.with_extension("debootstrap.log");
     let log_file = std::fs::File::create(&log)?;
     let status = Command::new("debootstrap")
-        .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
+        .args(["--variant=minbase", &format!("--include={include}"), SUITE])
         .arg(&building)
         .arg(&mirror)
         .stdout(log_file.try_clone()?)
@@ -78,26 +142,11 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     if !status.success() {
         bail!("debootstrap failed; see {}", log.display());
     }
+    eprintln!("xtask: debootstrap done after {:.0} s", started.elapsed().as_secs_f64());
 
     let repo = building.join("srv/cfn-repo");
     std::fs::create_dir_all(&repo)?;
-    for version in ["1.0-1", "2.0-1"] {
-        tiny_deb(&building, &repo, version)?;
-    }
-    // The real package comes from the mirror through the root's own apt.
-    chroot(&building, &format!("apt-get -q update && cd /srv/cfn-repo && apt-get -q download {REAL_PACKAGE}"))?;
-    // The web server and what it needs beyond the base system, as apt would install it.
-    chroot(
-        &building,
-        &format!(
-            "apt-get clean && apt-get -q -y install --download-only {WEB_PACKAGE} >/dev/null \
-             && mv /var/cache/apt/archives/*.deb /srv/cfn-repo/"
-        ),
-    )?;
-    // A tiny RPM built with Debian's rpmbuild, for the `rpm` manager (installed with the
-    // real rpm into the root's own rpm database).
-    chroot(&building, &format!("set -e\n{}", tiny_rpm("1.0")))?;
-    package_managers::add(&building)?;
+    fill(&building, &repo)?;
     let packages = Command::new("dpkg-scanpackages")
         .args(["--multiversion", ".", "/dev/null"])
         .current_dir(&repo)
@@ -112,22 +161,34 @@ pub fn ensure() -> Result<Option<PathBuf>> {
     std::fs::write(building.join("etc/apt/sources.list"), "deb [trusted=yes] file:/srv/cfn-repo ./\n")?;
     let _ = std::fs::remove_dir_all(building.join("etc/apt/sources.list.d"));
     std::fs::create_dir_all(building.join("etc/apt/sources.list.d"))?;
-    chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update && apt-get clean")?;
-    let contents = format!("{SUITE} {INCLUDE} {REAL_PACKAGE} {WEB_PACKAGE} cfn-tiny {}\n", package_managers::PACKAGES);
-    for marker in OLDER_MARKERS.iter().chain([&MARKER]) {
-        std::fs::write(building.join(marker), &contents)?;
+    chroot(&building, "rm -rf /var/lib/apt/lists/* && apt-get -q update >/dev/null && apt-get clean")?;
+    for marker in markers {
+        std::fs::write(building.join(marker), contents)?;
     }
     // An older root is moved aside first (rename cannot replace a directory), then removed.
     let old = root.with_extension(format!("old-{}", std::process::id()));
     if root.exists() {
-        std::fs::rename(&root, &old).context("move the older root aside")?;
+        std::fs::rename(root, &old).context("move the older root aside")?;
     }
-    std::fs::rename(&building, &root)?;
+    std::fs::rename(&building, root)?;
     if old.exists() {
         std::fs::remove_dir_all(&old).context("remove the older root")?;
     }
-    eprintln!("xtask: isolated Debian root built in {:.0} s", started.elapsed().as_secs_f64());
-    Ok(Some(root))
+    eprintln!("xtask: {what} built in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The web server and what it needs beyond the base system, as apt would install it,
+/// into the local repository (for the scenario's `packages: apt: nginx`).
+fn download_web_package(building: &Path) -> Result<()> {
+    chroot(
+        building,
+        &format!(
+            "apt-get -q update >/dev/null && apt-get clean \
+             && apt-get -q -y install --download-only {WEB_PACKAGE} >/dev/null \
+             && mv /var/cache/apt/archives/*.deb /srv/cfn-repo/"
+        ),
+    )
 }
 
 /// The shell commands that build `/srv/cfn-rpms/cfn-tiny-rpm-<version>-1.noarch.rpm`
@@ -155,29 +216,6 @@ cp /tmp/rpmb/RPMS/noarch/cfn-tiny-rpm-{version}-1.noarch.rpm /srv/cfn-rpms/
 rm -rf /tmp/rpmb
 "#
     )
-}
-
-/// Installs the Debian packages that provide missing programs.
-fn install_missing(programs: &[(&str, &str)]) -> Result<()> {
-    let on_path = |p: &str| ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().any(|d| Path::new(d).join(p).is_file());
-    let missing: Vec<&str> = programs.iter().filter(|(p, _)| !on_path(p)).map(|(_, pkg)| *pkg).collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    eprintln!("xtask: installing {}", missing.join(" "));
-    let update = Command::new("apt-get").args(["-q", "update"]).status()?;
-    if !update.success() {
-        bail!("apt-get update failed");
-    }
-    let status = Command::new("apt-get")
-        .args(["-q", "-y", "install"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()?;
-    if !status.success() {
-        bail!("could not install {}", missing.join(" "));
-    }
-    Ok(())
 }
 
 /// Builds `cfn-tiny_<version>_all.deb` into `repo`: one file naming its version.

@@ -90,7 +90,6 @@ mod tests {
     #[test]
     fn leftovers_of_killed_writers_are_removed_and_live_ones_kept() {
         let dir = tempfile::tempdir().unwrap();
-        crate::temp_files::forget_cleaned(dir.path());
         let target = dir.path().join("state.json");
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
@@ -100,6 +99,8 @@ mod tests {
         let running = dir.path().join(format!(".state.json.{live}.0.cfn-tmp"));
         std::fs::write(&killed, "half").unwrap();
         std::fs::write(&running, "someone else's").unwrap();
+        // Another test of this process may have cleaned a directory with this inode.
+        temp_files::forget_cleaned(dir.path());
         replace(&target, b"mine", 0o600).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"mine");
         assert!(!killed.exists());
