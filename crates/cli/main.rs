@@ -10,6 +10,7 @@
 mod bootstrap;
 mod cmd_hooks;
 mod completions;
+mod doctor;
 mod get_metadata;
 mod hup;
 mod init;
