@@ -66,16 +66,17 @@ fn last_run() -> Check {
 }
 
 /// The state directory and what cfn-init keeps in it: nothing may be writable by others,
-/// and the stored metadata (which may hold secrets) is readable by its owner only.
+/// and the stored metadata (which may hold secrets) must not be readable by them (an
+/// entry counts only when others can reach it: cfn-init's 0700 directory closes it all).
 fn modes(state: &Path) -> Vec<Check> {
     let mut open = Vec::new();
     let mut readable = Vec::new();
     let mut seen = 0;
-    walk(state, 0, &mut |path, mode| {
+    walk(state, 0, true, &mut |path, mode, reachable| {
         seen += 1;
         if mode & 0o002 != 0 {
             open.push(path.to_path_buf());
-        } else if mode & 0o044 != 0 && (path == state || path.starts_with(state.join("data"))) {
+        } else if reachable && mode & 0o044 != 0 && path.starts_with(state.join("data")) {
             readable.push(path.to_path_buf());
         }
     });
@@ -92,25 +93,27 @@ fn modes(state: &Path) -> Vec<Check> {
         return vec![Check::warning(
             "init.state",
             format!("readable by others (the metadata may hold secrets): {}", shown(&readable)),
-            format!("chmod go-rwx {}", shown(&readable)),
+            format!("chmod go-rwx {}", state.display()),
         )];
     }
-    vec![Check::ok("init.state", format!("{}: {seen} entries, private to their owner", state.display()))]
+    vec![Check::ok("init.state", format!("{}: {seen} entries, none open to others", state.display()))]
 }
 
-/// Calls `each` with every entry under `dir` (itself included) and its permission bits;
-/// links are not followed.
-fn walk(dir: &Path, depth: usize, each: &mut dyn FnMut(&Path, u32)) {
+/// Calls `each` with every entry under `dir` (itself included), its permission bits and
+/// whether others can reach it (every directory above lets them through); links are not
+/// followed.
+fn walk(dir: &Path, depth: usize, reachable: bool, each: &mut dyn FnMut(&Path, u32, bool)) {
     let Ok(meta) = std::fs::symlink_metadata(dir) else { return };
     if meta.file_type().is_symlink() {
         return;
     }
-    each(dir, meta.mode() & 0o7777);
+    let mode = meta.mode() & 0o7777;
+    each(dir, mode, reachable);
     if meta.is_dir() && depth < 4 {
         let mut entries: Vec<_> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
         entries.sort();
         for entry in entries {
-            walk(&entry, depth + 1, each);
+            walk(&entry, depth + 1, reachable && mode & 0o011 != 0, each);
         }
     }
 }
