@@ -331,3 +331,129 @@ fn cfn_inits_failed_last_run_fails_with_its_error_and_status_long_as_the_fix() {
     assert_eq!(check(&checks, "init.metadata")["verdict"], "ok");
     assert!(text.contains("fix: cfn-bootstrap status --long\n"), "{text}");
 }
+
+/// `--stack`/`--resource` and keys: cfn-init's set-up without cfn-hup. The API check and
+/// the comparison of cfn-init's stored metadata share one DescribeStackResource.
+#[test]
+fn a_cfn_init_set_up_is_checked_from_the_command_line_with_one_call() {
+    let (run, checks, describes, conf) = in_private_network(|| {
+        let host = Host::new("true");
+        host.cfn_init().code(0);
+        std::fs::remove_file(host.conf.join("cfn-hup.conf")).unwrap();
+        let asked = host.describes().len();
+        let run = host.doctor(&[
+            "--format",
+            "json",
+            "--stack",
+            &host.stack,
+            "--resource",
+            "Instance",
+            "--url",
+            &host.emulator.url,
+            "--access-key",
+            ACCESS_KEY,
+            "--secret-key",
+            SECRET_KEY,
+        ]);
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        let checks: BTreeMap<String, Value> = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap().to_string(), c.clone()))
+            .collect();
+        (run, checks, host.describes()[asked..].to_vec(), host.conf.clone())
+    });
+    run.code(0);
+    assert_eq!(check(&checks, "hup.config")["verdict"], "skipped");
+    assert_eq!(
+        check(&checks, "hup.config")["found"],
+        format!("no {}/cfn-hup.conf: cfn-hup is not set up here (checking stack {} only)", conf.display(), {
+            let id = checks.keys().find(|k| k.starts_with("api.describe:")).unwrap();
+            id.trim_start_matches("api.describe:").trim_end_matches("/Instance").to_string()
+        })
+        .as_str()
+    );
+    assert_eq!(check(&checks, "service.process")["verdict"], "skipped");
+    let api = checks.iter().find(|(k, _)| k.starts_with("api.describe:")).unwrap().1;
+    assert_eq!(api["verdict"], "ok", "{api}");
+    assert_eq!(check(&checks, "init.metadata")["verdict"], "ok");
+    assert_eq!(describes, ["Instance"], "one call for the API check and cfn-init's metadata");
+}
+
+/// The API's errors, each said with what to do: a wrong secret key, AccessDenied,
+/// throttling (a warning), a stack that does not exist, and an answer that never comes
+/// (the call ends at the probe's bound).
+#[test]
+fn api_errors_are_said_with_what_to_do_and_a_hanging_call_is_bounded() {
+    let runs = in_private_network(|| {
+        let host = Host::new("true");
+        std::fs::remove_file(host.conf.join("cfn-hup.conf")).unwrap();
+        let doctor = |stack: &str, secret: &str| {
+            let run = host.doctor(&[
+                "--format",
+                "json",
+                "--stack",
+                stack,
+                "--resource",
+                "Instance",
+                "--url",
+                &host.emulator.url,
+                "--access-key",
+                ACCESS_KEY,
+                "--secret-key",
+                secret,
+            ]);
+            let json: Value = serde_json::from_str(&run.stdout).unwrap();
+            let api =
+                json["checks"].as_array().unwrap().iter().find(|c| c["id"] == format!("api.describe:{stack}/Instance"));
+            (run.code, run.elapsed, api.unwrap().clone())
+        };
+        let fault = |code: &str, status: u16, message: &str, delay: u64| {
+            let rule = json!([{"action": "DescribeStackResource", "stack": host.stack, "code": code, "status": status,
+                               "message": message, "delay": delay}]);
+            host.emulator.post_json("/_emu/faults", &rule);
+        };
+        let mut runs = vec![doctor(&host.stack, "wrong/secret")];
+        fault("AccessDenied", 403, "User: arn:aws:iam::123456789012:user/x is not authorized", 0);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        fault("Throttling", 400, "Rate exceeded", 0);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        runs.push(doctor("no-such-stack", SECRET_KEY));
+        fault("Throttling", 400, "Rate exceeded", 30);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        runs
+    });
+    let said = |i: usize| {
+        (
+            runs[i].0,
+            runs[i].2["verdict"].as_str().unwrap(),
+            runs[i].2["found"].as_str().unwrap(),
+            runs[i].2["fix"].as_str().unwrap(),
+        )
+    };
+    let (code, verdict, found, fix) = said(0);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(
+        found.starts_with("SignatureDoesNotMatch: ")
+            && found.ends_with("(the secret key is wrong, or the clock is off)"),
+        "{found}"
+    );
+    assert!(fix.contains("clock"), "{fix}");
+    let (code, verdict, found, fix) = said(1);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("AccessDenied: User: arn:aws:iam::123456789012:user/x is not authorized"), "{found}");
+    assert!(fix.starts_with("allow cloudformation:DescribeStackResource on stack doctor-"), "{fix}");
+    let (code, verdict, found, fix) = said(2);
+    assert_eq!((code, verdict, found), (2, "warning", "Throttling: Rate exceeded (throttled)"));
+    assert!(fix.starts_with("wait a few minutes"), "{fix}");
+    let (code, verdict, found, fix) = said(3);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("ValidationError: Stack 'no-such-stack' does not exist"), "{found}");
+    assert_eq!(fix, "correct the stack name or the region (cfn-hup.conf, or --stack and --region)");
+    let (code, verdict, found, fix) = said(4);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("Could not reach "), "{found}");
+    assert!(fix.starts_with("see the network checks"), "{fix}");
+    assert!(runs[4].1 < Duration::from_secs(10), "bounded by the probe's timeout: {:?}", runs[4].1);
+}
