@@ -161,7 +161,7 @@ fn described_check(id: String, stack: &str, logical_id: &str, described: &Descri
         ),
         Described::NoResource(said) => Check::failed(
             id,
-            format!("{said}"),
+            said.clone(),
             format!("correct the logical resource id, or add {logical_id} to the stack's template"),
         ),
         Described::Failed { verdict: Verdict::Skipped, found, .. } => Check::skipped(id, found.clone()),

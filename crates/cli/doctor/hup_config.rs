@@ -78,7 +78,7 @@ fn credentials(main: &MainConfig) -> Check {
             return Check::failed(
                 id,
                 format!("credential-file {}: {}", file.display(), cfn_python::strerror(&e)),
-                format!("create it (AWSAccessKeyId=…, AWSSecretKey=…, mode 0600) or correct credential-file"),
+                "create it (AWSAccessKeyId=…, AWSSecretKey=…, mode 0600) or correct credential-file",
             );
         }
     };
