@@ -457,3 +457,80 @@ fn api_errors_are_said_with_what_to_do_and_a_hanging_call_is_bounded() {
     assert!(fix.starts_with("see the network checks"), "{fix}");
     assert!(runs[4].1 < Duration::from_secs(10), "bounded by the probe's timeout: {:?}", runs[4].1);
 }
+
+/// The classic trap: a leftover Python cfn-init earlier on PATH, named with its
+/// interpreter line; a link missing from the install directory, with the `ln -s` to
+/// make it.
+#[test]
+fn a_python_cfn_init_earlier_on_path_fails_and_a_missing_link_says_how_to_make_it() {
+    let (run, checks, sandbox_dir) = in_private_network(|| {
+        let sandbox = Sandbox::new();
+        let old = sandbox.path("old-bin");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(old.join("cfn-init"), "#!/usr/bin/python\nimport cfnbootstrap\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(old.join("cfn-init"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_file(sandbox.path("bin/cfn-signal")).unwrap();
+        let path = format!("{}:{}:{}", old.display(), sandbox.path("bin").display(), std::env::var("PATH").unwrap());
+        let run = sandbox
+            .cmd_via(binary(), "cfn-bootstrap")
+            .args(["doctor", "--format", "json", "-c"])
+            .arg(sandbox.path("no-conf"))
+            .env("PATH", path)
+            .env("CFN_BOOTSTRAP_BIN_DIR", sandbox.path("bin"))
+            .run();
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        let checks: BTreeMap<String, Value> = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap().to_string(), c.clone()))
+            .collect();
+        (run, checks, sandbox.dir.path().to_path_buf())
+    });
+    run.code(1);
+    let me = std::fs::canonicalize(binary()).unwrap();
+    let trap = check(&checks, "install.path:cfn-init");
+    assert_eq!(trap["verdict"], "failed");
+    assert_eq!(
+        trap["found"],
+        format!(
+            "PATH finds {}/old-bin/cfn-init first: a '#!/usr/bin/python' script, not this binary ({})",
+            sandbox_dir.display(),
+            me.display()
+        )
+        .as_str()
+    );
+    let link = check(&checks, "install.link:cfn-signal");
+    assert_eq!(link["verdict"], "warning");
+    assert_eq!(link["fix"], format!("ln -s {} {}/bin/cfn-signal", me.display(), sandbox_dir.display()).as_str());
+    assert_eq!(check(&checks, "install.path:cfn-signal")["verdict"], "warning", "not on PATH at all");
+    assert_eq!(with_verdict(&checks, "failed"), ["install.path:cfn-init"]);
+}
+
+/// A hook whose action fails: the service's checks say since when, and the pass that
+/// failed; warnings only (exit 2).
+#[test]
+fn a_failing_hook_action_is_reported_with_since_when() {
+    let (run, checks) = in_private_network(|| {
+        let mut host = Host::new("true");
+        let text = "[fails]\ntriggers=post.add\npath=Resources.Watched.Metadata.app\naction=exit 4\n";
+        std::fs::write(host.conf.join("hooks.conf"), text).unwrap();
+        host.start_cfn_hup();
+        host.checks()
+    });
+    run.code(2);
+    let hook = check(&checks, "service.hook:fails");
+    assert_eq!(hook["verdict"], "warning");
+    let found = hook["found"].as_str().unwrap();
+    assert!(found.starts_with("the action of fails has failed 1 time(s) in a row since 20"), "{found}");
+    assert!(found.ends_with(": exit code 4"), "{found}");
+    let pass = check(&checks, "service.last_pass");
+    assert_eq!(pass["verdict"], "warning");
+    assert!(pass["found"].as_str().unwrap().ends_with("1 action(s) run, 1 failed: actions failed"), "{pass}");
+    assert_eq!(
+        check(&checks, "service.last_error")["found"].as_str().unwrap().split_once(": ").unwrap().1,
+        "Action for fails exited with 4"
+    );
+    assert_eq!(with_verdict(&checks, "failed"), Vec::<&str>::new());
+}
