@@ -289,6 +289,11 @@ fn a_credential_file_readable_by_its_group_fails_with_the_chmod_to_fix_it() {
     );
     assert_eq!(creds_check["fix"], format!("chmod 600 {}", creds.display()).as_str());
     assert_eq!(with_verdict(&checks, "failed"), ["hup.credentials"]);
+    // The API is not asked with credentials cfn-hup would refuse.
+    let api = check(&checks, "api.describe:Watched");
+    assert_eq!(api["verdict"], "skipped");
+    assert!(api["found"].as_str().unwrap().starts_with("not asked: no credentials ("), "{api}");
+    assert_eq!(check(&checks, "hook.path:watch")["verdict"], "skipped");
 }
 
 #[test]

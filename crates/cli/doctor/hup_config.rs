@@ -104,7 +104,14 @@ fn credentials(main: &MainConfig) -> Check {
             format!("chmod 600 {}", file.display()),
         );
     }
-    Check::ok(id, format!("credential-file {} (mode {mode:04o})", file.display()))
+    match cfn_aws::credentials::read_credential_file(file) {
+        Ok(_) => Check::ok(id, format!("credential-file {} (mode {mode:04o})", file.display())),
+        Err(e) => Check::failed(
+            id,
+            format!("credential-file {}: {e}", file.display()),
+            "write AWSAccessKeyId=… and AWSSecretKey=… lines into it",
+        ),
+    }
 }
 
 /// Every hook file (each must parse), the files of `hooks.d` left out, then the hooks.
@@ -273,6 +280,33 @@ fn executable(file: &Path) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_credential_file_is_judged_by_its_mode_and_its_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("creds");
+        std::fs::write(
+            dir.path().join("cfn-hup.conf"),
+            format!("[main]\nstack=s\ncredential-file={}\n", creds.display()),
+        )
+        .unwrap();
+        let judged = || credentials(&config::load_main(dir.path()).unwrap());
+        assert!(judged().found.ends_with(": No such file or directory"), "{}", judged().found);
+        std::fs::write(&creds, "AWSAccessKeyId=a\n").unwrap();
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o604)).unwrap();
+        assert_eq!(judged().found, format!("credential-file {} is open to others (mode 0604)", creds.display()));
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let missing = judged();
+        assert_eq!(missing.verdict, super::super::Verdict::Failed);
+        assert!(
+            missing.found.ends_with("must contain the keys 'AWSAccessKeyId' and 'AWSSecretKey'"),
+            "{}",
+            missing.found
+        );
+        std::fs::write(&creds, "AWSAccessKeyId=a\nAWSSecretKey=b\n").unwrap();
+        assert_eq!(judged().verdict, super::super::Verdict::Ok);
+    }
 
     #[test]
     fn the_program_of_an_action_is_its_first_word_after_assignments() {

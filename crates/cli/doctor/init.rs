@@ -43,8 +43,7 @@ fn last_run() -> Check {
     let fix = "cfn-bootstrap status --long";
     match State::of(Some(last)) {
         State::Failed => {
-            let error = last.failure.as_ref().map_or("no error recorded", |f| f.error.as_str());
-            let error: String = error.lines().next().unwrap_or_default().chars().take(300).collect();
+            let error = super::service::one_line(last.failure.as_ref().map_or("no error recorded", |f| &f.error), 300);
             Check::failed(
                 id,
                 format!("cfn-init's last run ({}, configSets {configsets}) failed: {error}", last.started),

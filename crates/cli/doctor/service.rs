@@ -118,16 +118,23 @@ fn judge(activity: &Activity, interval_minutes: u64, now: chrono::DateTime<chron
         let id = "service.last_error";
         let earlier = activity.last_pass.as_ref().is_some_and(|p| p.outcome == "ok" && p.time > error.time);
         checks.push(if earlier {
-            Check::ok(id, format!("last error at {} (passes went well since): {}", error.time, error.message))
+            Check::ok(
+                id,
+                format!("last error at {} (passes went well since): {}", error.time, one_line(&error.message, 300)),
+            )
         } else {
-            Check::warning(id, format!("at {}: {}", error.time, error.message), "read cfn-hup.log around that time")
+            Check::warning(
+                id,
+                format!("at {}: {}", error.time, one_line(&error.message, 300)),
+                "read cfn-hup.log around that time",
+            )
         });
     }
     for (hook, streak) in failing_hooks(&activity.hook_runs) {
         let last = streak.last().expect("a streak has a run");
         let how = match (last.exit_code, &last.error) {
             (Some(code), _) => format!("exit code {code}"),
-            (None, error) => error.clone().unwrap_or_else(|| "did not run".to_string()),
+            (None, error) => one_line(error.as_deref().unwrap_or("did not run"), 300),
         };
         checks.push(Check::warning(
             format!("service.hook:{hook}"),
@@ -159,6 +166,13 @@ fn failing_hooks(runs: &[HookRun]) -> Vec<(String, Vec<&HookRun>)> {
             (failing > 0).then(|| (hook, mine[mine.len() - failing..].to_vec()))
         })
         .collect()
+}
+
+/// Text from a record (an error, a command's output) as one printable line of at most
+/// `max` characters: it is shown on a terminal as it is.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    line.chars().filter(|c| !c.is_control()).take(max).collect::<String>().trim().to_string()
 }
 
 fn ago(age: chrono::TimeDelta) -> String {
