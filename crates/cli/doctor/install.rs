@@ -94,6 +94,10 @@ fn what_is(file: &Path) -> String {
     let Ok(real) = std::fs::canonicalize(file) else {
         return "a link to nothing".to_string();
     };
+    if !std::fs::metadata(&real).is_ok_and(|m| m.is_file()) {
+        return format!("not a regular file ({})", real.display());
+    }
+    // Only a regular file is opened: a FIFO would block the run.
     let mut head = [0u8; 128];
     let read = std::fs::File::open(&real).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
     let head = &head[..read];
@@ -126,5 +130,8 @@ mod tests {
         assert!(check.found.contains("a '#!/usr/bin/python -u' script"), "{}", check.found);
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(find_on_path("cfn-init", dir.path().as_os_str()), None, "not executable");
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::RUSR, 0).unwrap();
+        assert_eq!(what_is(&fifo), format!("not a regular file ({})", fifo.display()), "never opened");
     }
 }
