@@ -161,8 +161,30 @@ fn completions_for_every_shell_cover_cfn_bootstrap_and_every_tool_option() {
             }
         }
         assert!(all.stdout.contains("configsets"), "{shell}");
+        // `cfn-bootstrap doctor` and its options (issue 24).
+        let root = bootstrap(&sandbox, &["completions", shell, "cfn-bootstrap"]);
+        assert!(root.stdout.contains("doctor"), "{shell}: no doctor\n{}", root.stdout);
+        for option in DOCTOR_OPTIONS {
+            assert!(root.stdout.contains(option.trim_start_matches('-')), "{shell}: cfn-bootstrap doctor {option}");
+        }
     }
 }
+
+/// The long options of `cfn-bootstrap doctor`.
+const DOCTOR_OPTIONS: &[&str] = &[
+    "--config",
+    "--stack",
+    "--resource",
+    "--url",
+    "--region",
+    "--credential-file",
+    "--role",
+    "--access-key",
+    "--secret-key",
+    "--http-proxy",
+    "--https-proxy",
+    "--format",
+];
 
 /// Whether a completion script registers completions for `command`.
 fn registers(shell: &str, script: &str, command: &str) -> bool {
@@ -308,6 +330,16 @@ fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings(
     }
     let completions = rendered(&dir.join("cfn-bootstrap-completions.1"));
     assert!(completions.contains("cfn-bootstrap completions"), "{completions}");
+    // doctor's page: every option, and the exit statuses a script tests for.
+    let doctor = bootstrap(&sandbox, &["man", "cfn-bootstrap-doctor"]);
+    doctor.code(0).stderr_is("");
+    assert_eq!(doctor.stdout, std::fs::read_to_string(dir.join("cfn-bootstrap-doctor.1")).unwrap());
+    let doctor = rendered(&dir.join("cfn-bootstrap-doctor.1"));
+    assert!(doctor.contains("cfn-bootstrap-doctor - Check everything the tools depend on"), "{doctor}");
+    for option in DOCTOR_OPTIONS {
+        assert!(doctor.contains(option), "doctor's page lacks {option}:\n{doctor}");
+    }
+    assert!(doctor.contains("0 all ok, 1 a check failed, 2 only warnings"), "{doctor}");
 }
 
 #[test]

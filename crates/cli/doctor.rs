@@ -8,7 +8,12 @@
 //! bounded time even when every endpoint hangs. Exit 0 all ok, 1 any check failed, 2 only
 //! warnings.
 
+mod api;
 mod check;
+mod hup_config;
+mod init;
+mod install;
+mod service;
 
 pub use check::{Check, Verdict};
 
@@ -39,6 +44,8 @@ pub struct Context {
     pub region_given: bool,
     /// Probes are not started after this instant.
     pub deadline: Instant,
+    /// The DescribeStackResource answers of this run: one call per resource.
+    pub described: api::Cache,
 }
 
 impl Context {
@@ -52,7 +59,7 @@ impl Context {
 /// A group of checks, run in this order.
 type Section = fn(&Context) -> Vec<Check>;
 
-const SECTIONS: &[Section] = &[];
+const SECTIONS: &[Section] = &[install::checks, hup_config::checks, service::checks, api::checks, init::checks];
 
 pub fn command() -> Command {
     let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
@@ -109,6 +116,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         api: options::api_options_from(text),
         region_given: text("region").is_some(),
         deadline: started + RUN_BOUND,
+        described: api::Cache::default(),
     };
     let checks: Vec<Check> = SECTIONS.iter().flat_map(|section| section(&context)).collect();
     let out = match matches.get_one::<String>("format").map(String::as_str) {

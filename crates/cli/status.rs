@@ -59,7 +59,7 @@ pub fn command() -> Command {
 
 /// The state of cfn-init, from its newest record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+pub(crate) enum State {
     NotRun,
     Running,
     Done,
@@ -68,7 +68,7 @@ enum State {
 }
 
 impl State {
-    fn of(last: Option<&RunRecord>) -> State {
+    pub(crate) fn of(last: Option<&RunRecord>) -> State {
         match last {
             None => State::NotRun,
             Some(r) if r.outcome == Outcome::Running && r.is_alive() => State::Running,
@@ -78,7 +78,7 @@ impl State {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             State::NotRun => "not run",
             State::Running => "running",

@@ -33,6 +33,7 @@ pub const BOOTSTRAP_PAGES: &[&str] = &[
     "cfn-bootstrap-help",
     "cfn-bootstrap-completions",
     "cfn-bootstrap-man",
+    "cfn-bootstrap-doctor",
     "cfn-bootstrap-plan",
     "cfn-bootstrap-render",
     "cfn-bootstrap-status",

@@ -55,8 +55,27 @@ pub struct ApiOptions {
 
 /// Resolves credentials and builds the client (CRED-01, EP-01, CLI-COMMON-07).
 pub fn cloudformation_client(options: &ApiOptions, imds: Arc<Imds>) -> Result<CloudFormation, CredentialError> {
+    client_over(options, imds, http::HttpClient::new(options.proxies.clone(), api_user_agent()))
+}
+
+/// [`cloudformation_client`] whose every attempt ends after `limit`: a probe's bound
+/// (`cfn-bootstrap doctor`), not the usual 60 s.
+pub fn cloudformation_client_within(
+    options: &ApiOptions,
+    imds: Arc<Imds>,
+    limit: std::time::Duration,
+) -> Result<CloudFormation, CredentialError> {
+    let http = http::HttpClient::new(options.proxies.clone(), api_user_agent()).with_attempt_timeout(limit);
+    client_over(options, imds, http)
+}
+
+fn client_over(
+    options: &ApiOptions,
+    imds: Arc<Imds>,
+    http: http::HttpClient,
+) -> Result<CloudFormation, CredentialError> {
     let signer = credentials::resolve(&options.credentials, &imds)?;
-    let http = Arc::new(http::HttpClient::new(options.proxies.clone(), api_user_agent()));
+    let http = Arc::new(http);
     log_client_endpoint(&options.region, options.url.as_deref());
     let endpoint = endpoint::cloudformation_url(&options.region, options.url.as_deref());
     Ok(CloudFormation::new(endpoint, &options.region, signer, http, imds))

@@ -53,7 +53,7 @@ fn process_alive(pid: i32) -> bool {
 
 /// Whether `pid` is a cfn-hup: the program or its script (the reference runs as
 /// `python … cfn-hup`) is named cfn-hup.
-fn is_cfn_hup(pid: i32) -> bool {
+pub fn is_cfn_hup(pid: i32) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };

@@ -28,3 +28,9 @@ pub fn etc_dir() -> PathBuf {
 pub fn run_dir() -> PathBuf {
     dir("CFN_BOOTSTRAP_RUN_DIR", "/var/run")
 }
+
+/// `/opt/aws/bin`, or `CFN_BOOTSTRAP_BIN_DIR`: where the packages put the binary and the
+/// `cfn-*` links (`cfn-bootstrap doctor` checks them).
+pub fn bin_dir() -> PathBuf {
+    dir("CFN_BOOTSTRAP_BIN_DIR", "/opt/aws/bin")
+}

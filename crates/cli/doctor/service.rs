@@ -1,0 +1,225 @@
+//! The cfn-hup service: whether it runs (its pid file and process, the systemd unit
+//! where systemd runs), and from its `activity.json` its last pass against its interval,
+//! its last error and the hooks whose action keeps failing.
+
+use super::{Check, Context, hup_config};
+use cfn_hooks::activity::{self, Activity, HookRun};
+use cfn_hooks::daemon;
+use std::path::Path;
+
+/// How much later than two intervals a pass may end before the service counts as
+/// stalled (a pass takes time, and the schedule is jittered).
+const SLACK: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+pub fn checks(ctx: &Context) -> Vec<Check> {
+    let Ok(main) = cfn_hooks::config::load_main(&ctx.conf_dir) else {
+        return vec![Check::skipped(
+            "service.process",
+            format!("cfn-hup is not configured ({} is missing or invalid)", hup_config::main_file(ctx).display()),
+        )];
+    };
+    let mut checks = Vec::new();
+    let running = process(&daemon::default_pid_path());
+    let is_running = running.verdict == super::Verdict::Ok;
+    checks.push(running);
+    if Path::new("/run/systemd/system").is_dir() {
+        checks.push(unit(is_running));
+    }
+    let interval = main.interval_minutes().unwrap_or(cfn_hooks::config::DEFAULT_INTERVAL_MINUTES);
+    match activity::load(&activity::default_path()) {
+        None => checks.push(Check::skipped(
+            "service.last_pass",
+            format!("cfn-hup has recorded no pass ({} does not exist)", activity::default_path().display()),
+        )),
+        Some(activity) => checks.extend(judge(&activity, interval, chrono::Utc::now())),
+    }
+    checks
+}
+
+/// The pid file names a running cfn-hup.
+fn process(pid_file: &Path) -> Check {
+    let id = "service.process";
+    let start = "start cfn-hup (systemctl start cfn-hup, or service cfn-hup start)";
+    let text = match std::fs::read_to_string(pid_file) {
+        Ok(text) => text,
+        Err(_) => {
+            return Check::failed(id, format!("cfn-hup is not running (no pid file {})", pid_file.display()), start);
+        }
+    };
+    let stale = |what: String| {
+        Check::failed(
+            id,
+            format!("stale pid file {}: {what}", pid_file.display()),
+            format!("rm {}, then {start}", pid_file.display()),
+        )
+    };
+    let Ok(pid) = text.trim().parse::<i32>() else {
+        return stale("it names no process".to_string());
+    };
+    if !u32::try_from(pid).is_ok_and(cfn_host::process_identity::pid_exists) {
+        return stale(format!("process {pid} is gone"));
+    }
+    if !daemon::is_cfn_hup(pid) {
+        return stale(format!("process {pid} is not cfn-hup"));
+    }
+    Check::ok(id, format!("cfn-hup is running (pid {pid}, pid file {})", pid_file.display()))
+}
+
+/// `systemctl is-active cfn-hup`, read-only.
+fn unit(process_runs: bool) -> Check {
+    let id = "service.unit";
+    let state = match std::process::Command::new("systemctl").args(["is-active", "cfn-hup"]).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        Err(e) => return Check::skipped(id, format!("could not run systemctl: {}", cfn_python::strerror(&e))),
+    };
+    match state.as_str() {
+        "active" => Check::ok(id, "the cfn-hup unit is active"),
+        "failed" => {
+            Check::failed(id, "the cfn-hup unit failed", "read journalctl -u cfn-hup, then systemctl restart cfn-hup")
+        }
+        _ if process_runs => Check::ok(id, format!("the cfn-hup unit is {state}; cfn-hup runs outside systemd")),
+        _ => Check::warning(id, format!("the cfn-hup unit is {state}"), "systemctl enable --now cfn-hup"),
+    }
+}
+
+/// The last pass against the interval, the last error, and the hooks failing now.
+fn judge(activity: &Activity, interval_minutes: u64, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let when = |text: &str| chrono::DateTime::parse_from_rfc3339(text).ok().map(|t| t.to_utc());
+    let interval = chrono::TimeDelta::minutes(interval_minutes.min(1 << 20) as i64);
+    match &activity.last_pass {
+        None => checks.push(Check::skipped("service.last_pass", "cfn-hup has recorded no pass yet")),
+        Some(pass) => {
+            let id = "service.last_pass";
+            let age = when(&pass.time).map(|t| now - t);
+            let found = format!(
+                "last pass {} ({}), {} action(s) run, {} failed",
+                pass.time,
+                age.map_or_else(|| "at an unreadable time".to_string(), ago),
+                pass.actions_run,
+                pass.actions_failed
+            );
+            checks.push(match age {
+                Some(age) if age > interval * 2 + SLACK => Check::failed(
+                    id,
+                    format!("{found}: stalled, no pass for more than two intervals of {interval_minutes} minute(s)"),
+                    "read cfn-hup.log, then restart cfn-hup",
+                ),
+                _ if pass.outcome == "ok" => Check::ok(id, found),
+                _ => Check::warning(
+                    id,
+                    format!("{found}: {}", pass.outcome),
+                    "read cfn-hup.log and `cfn-bootstrap status --long`",
+                ),
+            });
+        }
+    }
+    if let Some(error) = &activity.last_error {
+        let id = "service.last_error";
+        let earlier = activity.last_pass.as_ref().is_some_and(|p| p.outcome == "ok" && p.time > error.time);
+        checks.push(if earlier {
+            Check::ok(
+                id,
+                format!("last error at {} (passes went well since): {}", error.time, one_line(&error.message, 300)),
+            )
+        } else {
+            Check::warning(
+                id,
+                format!("at {}: {}", error.time, one_line(&error.message, 300)),
+                "read cfn-hup.log around that time",
+            )
+        });
+    }
+    for (hook, streak) in failing_hooks(&activity.hook_runs) {
+        let last = streak.last().expect("a streak has a run");
+        let how = match (last.exit_code, &last.error) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, error) => one_line(error.as_deref().unwrap_or("did not run"), 300),
+        };
+        checks.push(Check::warning(
+            format!("service.hook:{hook}"),
+            format!(
+                "the action of {hook} has failed {} time(s) in a row since {}: {how}",
+                streak.len(),
+                streak[0].started
+            ),
+            format!("run the action of {hook} by hand to see why; cfn-hup.log has its output"),
+        ));
+    }
+    checks
+}
+
+/// Each hook whose last run failed, with its failed runs since its last success (oldest
+/// first).
+fn failing_hooks(runs: &[HookRun]) -> Vec<(String, Vec<&HookRun>)> {
+    let mut hooks: Vec<String> = Vec::new();
+    for run in runs {
+        if !hooks.contains(&run.hook) {
+            hooks.push(run.hook.clone());
+        }
+    }
+    hooks
+        .into_iter()
+        .filter_map(|hook| {
+            let mine: Vec<&HookRun> = runs.iter().filter(|r| r.hook == hook).collect();
+            let failing = mine.iter().rev().take_while(|r| r.exit_code != Some(0)).count();
+            (failing > 0).then(|| (hook, mine[mine.len() - failing..].to_vec()))
+        })
+        .collect()
+}
+
+/// Text from a record (an error, a command's output) as one printable line of at most
+/// `max` characters: it is shown on a terminal as it is.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    line.chars().filter(|c| !c.is_control()).take(max).collect::<String>().trim().to_string()
+}
+
+fn ago(age: chrono::TimeDelta) -> String {
+    match age.num_seconds() {
+        s if s < 0 => "in the future: check the clock".to_string(),
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 7200 => format!("{} min ago", s / 60),
+        s => format!("{} h ago", s / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cfn_hooks::activity::{ErrorSeen, Pass};
+
+    fn run(hook: &str, started: &str, exit_code: Option<i32>) -> HookRun {
+        HookRun { hook: hook.into(), started: started.into(), exit_code, error: None, seconds: 0.1 }
+    }
+
+    #[test]
+    fn a_pass_older_than_two_intervals_is_stalled_and_failing_hooks_say_since_when() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").unwrap().to_utc();
+        let activity = Activity {
+            last_pass: Some(Pass {
+                time: "2026-12-03T11:20:00.000Z".into(),
+                outcome: "actions failed".into(),
+                actions_run: 1,
+                actions_failed: 1,
+            }),
+            last_error: Some(ErrorSeen {
+                time: "2026-12-03T11:20:00.000Z".into(),
+                message: "Action for b exited with 3".into(),
+            }),
+            hook_runs: vec![
+                run("a", "t1", Some(1)),
+                run("b", "t2", Some(3)),
+                run("a", "t3", Some(0)),
+                run("b", "t4", Some(3)),
+            ],
+        };
+        let checks = judge(&activity, 15, now);
+        let ids: Vec<(&str, super::super::Verdict)> = checks.iter().map(|c| (c.id.as_str(), c.verdict)).collect();
+        use super::super::Verdict::*;
+        assert_eq!(ids, [("service.last_pass", Failed), ("service.last_error", Warning), ("service.hook:b", Warning)]);
+        assert!(checks[0].found.contains("40 min ago") && checks[0].found.contains("stalled"), "{}", checks[0].found);
+        assert!(checks[2].found.contains("failed 2 time(s) in a row since t2: exit code 3"), "{}", checks[2].found);
+        assert_eq!(judge(&activity, 30, now)[0].verdict, Warning, "within two intervals: only its outcome");
+    }
+}

@@ -1,0 +1,541 @@
+//! `cfn-bootstrap doctor` (issue 24) on a host set up in a sandbox, each test in a network
+//! namespace of its own with its own emulator: a healthy host is all ok (exit 0), a
+//! stored value equal to the stack's is a warning (exit 2), and each fault — a hook path
+//! naming a missing resource or key, a credential file open to its group, a stale pid
+//! file, cfn-init's last run failed — fails its own check with words saying what to do
+//! (exit 1). Doctor writes nothing: a snapshot of every file it could touch is the same
+//! after its run.
+
+mod common;
+use common::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+/// A stack with an instance (cfn-init's resource, running `command`) and a resource a
+/// hook watches.
+fn template(command: &str, version: &str) -> Value {
+    json!({
+        "Resources": {
+            "Instance": {
+                "Type": "AWS::EC2::Instance",
+                "Metadata": {"AWS::CloudFormation::Init": {"config": {"commands": {"01": {"command": command}}}}},
+                "Properties": {"ImageId": "ami-12345678", "InstanceType": "t3.micro"}
+            },
+            "Watched": {"Type": "AWS::CloudFormation::WaitConditionHandle", "Metadata": {"app": {"version": version}}}
+        }
+    })
+}
+
+/// A host: the sandbox (tool links, state, logs, run directory), cfn-hup's configuration
+/// with keys in a credential file, a stack, and the processes it started.
+struct Host {
+    sandbox: Sandbox,
+    emulator: Emulator,
+    stack: String,
+    conf: PathBuf,
+    creds: PathBuf,
+    children: Vec<Child>,
+}
+
+impl Host {
+    fn new(command: &str) -> Host {
+        let emulator = Emulator::start(&[]);
+        let sandbox = Sandbox::new();
+        let stack = emulator.create_stack(&unique("doctor"), &template(command, "1"));
+        let conf = sandbox.path("conf");
+        std::fs::create_dir_all(conf.join("hooks.d")).unwrap();
+        let creds =
+            sandbox.credential_file(0o600, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
+        let main = format!("[main]\nstack={stack}\ncredential-file={}\nurl={}\n", creds.display(), emulator.url);
+        std::fs::write(conf.join("cfn-hup.conf"), main).unwrap();
+        let host = Host { sandbox, emulator, stack, conf, creds, children: Vec::new() };
+        host.hooks("Resources.Watched.Metadata.app.version");
+        host
+    }
+
+    fn hooks(&self, path: &str) {
+        let text = format!(
+            "[watch]\ntriggers=post.update\npath={path}\naction=/bin/true\n\
+             [watch-app]\ntriggers=post.update\npath=Resources.Watched.Metadata.app\naction=true\nrunas=root\n"
+        );
+        std::fs::write(self.conf.join("hooks.conf"), text).unwrap();
+    }
+
+    fn cfn_init(&self) -> Run {
+        self.sandbox.cmd("cfn-init").args(["-s", &self.stack, "-r", "Instance"]).with_keys(&self.emulator).run()
+    }
+
+    /// A process that passes for a running cfn-hup (its name is cfn-hup), and the pid
+    /// file naming it: for the tests about something else.
+    fn pretend_cfn_hup_runs(&mut self) {
+        let sleep = ["/bin/sleep", "/usr/bin/sleep"].into_iter().find(|p| Path::new(p).exists()).unwrap();
+        let link = self.sandbox.path("cfn-hup");
+        std::os::unix::fs::symlink(sleep, &link).unwrap();
+        let child = std::process::Command::new(&link).arg("600").spawn().unwrap();
+        std::fs::write(self.sandbox.path("run/cfn-hup.pid"), format!("{}\n", child.id())).unwrap();
+        self.children.push(child);
+    }
+
+    /// The real cfn-hup in the foreground, with an interval far longer than the test: it
+    /// makes its first pass and then waits.
+    fn start_cfn_hup(&mut self) {
+        let mut cmd = self.sandbox.cmd("cfn-hup").args(["-F", "-c"]).arg(&self.conf);
+        cmd = cmd.env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "3600");
+        cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        self.children.push(cmd.cmd.spawn().expect("start cfn-hup -F"));
+        let activity = self.sandbox.path("lib/cfn-hup/data/activity.json");
+        wait_until(Duration::from_secs(30), "cfn-hup's first pass", || {
+            std::fs::read(&activity)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .is_some_and(|a| !a["last_pass"].is_null())
+        });
+    }
+
+    fn doctor(&self, args: &[&str]) -> Run {
+        let path = format!("{}:{}", self.sandbox.path("bin").display(), std::env::var("PATH").unwrap_or_default());
+        self.sandbox
+            .cmd_via(binary(), "cfn-bootstrap")
+            .arg("doctor")
+            .arg("-c")
+            .arg(&self.conf)
+            .args(args)
+            .env("PATH", path)
+            .env("CFN_BOOTSTRAP_BIN_DIR", self.sandbox.path("bin"))
+            .run()
+    }
+
+    /// The JSON checklist, by id.
+    fn checks(&self) -> (Run, BTreeMap<String, Value>) {
+        let run = self.doctor(&["--format", "json"]);
+        let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+        let checks =
+            json["checks"].as_array().unwrap().iter().map(|c| (c["id"].as_str().unwrap().to_string(), c.clone()));
+        let checks: BTreeMap<String, Value> = checks.collect();
+        assert_eq!(json["exit"], run.code, "{}", run.stdout);
+        (run, checks)
+    }
+
+    fn describes(&self) -> Vec<String> {
+        let requests = self.emulator.requests_for(&self.stack);
+        requests
+            .iter()
+            .filter(|r| r["form"]["Action"] == "DescribeStackResource")
+            .map(|r| r["form"]["LogicalResourceId"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The ids whose verdict is `verdict`.
+fn with_verdict<'a>(checks: &'a BTreeMap<String, Value>, verdict: &str) -> Vec<&'a str> {
+    checks.iter().filter(|(_, c)| c["verdict"] == verdict).map(|(id, _)| id.as_str()).collect()
+}
+
+fn check<'a>(checks: &'a BTreeMap<String, Value>, id: &str) -> &'a Value {
+    checks.get(id).unwrap_or_else(|| panic!("no check {id} in {checks:#?}"))
+}
+
+/// Every file and directory under `root`: its size, modification time and mode.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut all = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        all.insert(path.clone(), (meta.len(), meta.modified().unwrap(), meta.mode()));
+        if meta.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    all
+}
+
+/// A healthy host: cfn-init ran, cfn-hup runs and has made its pass. Its stored value
+/// equals the stack's (a warning, exit 2); once the stack changes, every check is ok or
+/// skipped (exit 0), with one DescribeStackResource per resource, and nothing written.
+#[test]
+fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_a_warning() {
+    let (stored_equal, healthy, text, describes, before, after) = in_private_network(|| {
+        let mut host = Host::new("true");
+        host.cfn_init().code(0);
+        // A backup beside a hook file: reported as skipped, not an error.
+        std::fs::write(host.conf.join("hooks.d/restart.conf.bak"), "[old]\ntriggers=x\n").unwrap();
+        host.start_cfn_hup();
+        let (run, stored_equal) = host.checks();
+        run.code(2);
+        host.emulator.update_stack(&host.stack, &template("true", "2"));
+        let root = host.sandbox.dir.path().to_path_buf();
+        let before = snapshot(&root);
+        let asked = host.describes().len();
+        let (run, healthy) = host.checks();
+        let describes = host.describes()[asked..].to_vec();
+        let after = snapshot(&root);
+        run.code(0).stderr_is("");
+        let text = host.doctor(&[]);
+        text.code(0);
+        (stored_equal, healthy, text.stdout.clone(), describes, before, after)
+    });
+    let warning = check(&stored_equal, "hook.path:watch");
+    assert_eq!(warning["verdict"], "warning", "{warning}");
+    assert_eq!(
+        warning["found"],
+        "the stored value already equals the stack's, so no update will fire (Resources.Watched.Metadata.app.version)"
+    );
+    assert_eq!(with_verdict(&stored_equal, "warning"), ["hook.path:watch", "hook.path:watch-app"]);
+    assert_eq!(with_verdict(&stored_equal, "failed"), Vec::<&str>::new());
+
+    assert_eq!(with_verdict(&healthy, "warning"), Vec::<&str>::new(), "{healthy:#?}");
+    assert_eq!(with_verdict(&healthy, "failed"), Vec::<&str>::new(), "{healthy:#?}");
+    for id in [
+        "install.version",
+        "install.path:cfn-init",
+        "install.link:cfn-send-cmd-event",
+        "hup.config",
+        "hup.credentials",
+        "hup.skipped:restart.conf.bak",
+        "hook.triggers:watch",
+        "hook.runas:watch-app",
+        "hook.action:watch",
+        "service.process",
+        "service.last_pass",
+        "api.describe:Watched",
+        "hook.path:watch",
+        "init.last_run",
+        "init.state",
+        "init.metadata",
+    ] {
+        assert_eq!(check(&healthy, id)["verdict"], "ok", "{id}: {:#}", check(&healthy, id));
+    }
+    assert_eq!(
+        check(&healthy, "hup.skipped:restart.conf.bak")["found"],
+        "hooks.d/restart.conf.bak skipped: a backup file (cfn-hup does not read it)"
+    );
+    assert!(check(&healthy, "hook.path:watch")["found"].as_str().unwrap().contains("differs from the one stored"));
+    // Two hooks on Watched and cfn-init's Instance: one call each.
+    let mut describes = describes;
+    describes.sort();
+    assert_eq!(describes, ["Instance", "Watched"]);
+    assert_eq!(before, after, "doctor wrote nothing");
+    assert!(text.ends_with(&format!("{} ok, 0 warning(s), 0 failed, 0 skipped\n", with_verdict(&healthy, "ok").len())));
+    println!("{text}");
+}
+
+#[test]
+fn a_hook_path_naming_a_resource_not_in_the_stack_fails() {
+    let (run, checks) = in_private_network(|| {
+        let mut host = Host::new("true");
+        host.hooks("Resources.Nowhere.Metadata.app");
+        host.pretend_cfn_hup_runs();
+        host.checks()
+    });
+    run.code(1);
+    assert_eq!(with_verdict(&checks, "failed"), ["api.describe:Nowhere", "hook.path:watch"]);
+    let path = check(&checks, "hook.path:watch");
+    assert!(
+        path["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("the path names a resource that is not in the stack: Resources.Nowhere.Metadata.app"),
+        "{path}"
+    );
+    assert!(path["fix"].as_str().unwrap().contains("correct path in hook watch"), "{path}");
+}
+
+#[test]
+fn a_hook_path_ending_in_a_key_that_does_not_exist_fails() {
+    let (run, checks) = in_private_network(|| {
+        let mut host = Host::new("true");
+        host.hooks("Resources.Watched.Metadata.app.nope");
+        host.pretend_cfn_hup_runs();
+        host.checks()
+    });
+    run.code(1);
+    assert_eq!(with_verdict(&checks, "failed"), ["hook.path:watch"]);
+    assert_eq!(
+        check(&checks, "hook.path:watch")["found"],
+        "the path ends in a key that does not exist: Resources.Watched.Metadata.app.nope (no key nope)"
+    );
+    assert_eq!(check(&checks, "api.describe:Watched")["verdict"], "ok");
+}
+
+#[test]
+fn a_credential_file_readable_by_its_group_fails_with_the_chmod_to_fix_it() {
+    let (run, checks, creds) = in_private_network(|| {
+        let mut host = Host::new("true");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&host.creds, std::fs::Permissions::from_mode(0o640)).unwrap();
+        host.pretend_cfn_hup_runs();
+        let (run, checks) = host.checks();
+        (run, checks, host.creds.clone())
+    });
+    run.code(1);
+    let creds_check = check(&checks, "hup.credentials");
+    assert_eq!(creds_check["verdict"], "failed");
+    assert_eq!(
+        creds_check["found"],
+        format!("credential-file {} is open to its group (mode 0640)", creds.display()).as_str()
+    );
+    assert_eq!(creds_check["fix"], format!("chmod 600 {}", creds.display()).as_str());
+    assert_eq!(with_verdict(&checks, "failed"), ["hup.credentials"]);
+    // The API is not asked with credentials cfn-hup would refuse.
+    let api = check(&checks, "api.describe:Watched");
+    assert_eq!(api["verdict"], "skipped");
+    assert!(api["found"].as_str().unwrap().starts_with("not asked: no credentials ("), "{api}");
+    assert_eq!(check(&checks, "hook.path:watch")["verdict"], "skipped");
+}
+
+#[test]
+fn a_stale_pid_file_fails_with_its_removal_as_the_fix() {
+    let (run, checks, pid_file, pid) = in_private_network(|| {
+        let host = Host::new("true");
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        let pid_file = host.sandbox.path("run/cfn-hup.pid");
+        std::fs::write(&pid_file, format!("{pid}\n")).unwrap();
+        let (run, checks) = host.checks();
+        (run, checks, pid_file, pid)
+    });
+    run.code(1);
+    let process = check(&checks, "service.process");
+    assert_eq!(process["verdict"], "failed");
+    assert_eq!(process["found"], format!("stale pid file {}: process {pid} is gone", pid_file.display()).as_str());
+    assert!(process["fix"].as_str().unwrap().starts_with(&format!("rm {}, then start cfn-hup", pid_file.display())));
+    assert_eq!(with_verdict(&checks, "failed"), ["service.process"]);
+}
+
+#[test]
+fn cfn_inits_failed_last_run_fails_with_its_error_and_status_long_as_the_fix() {
+    let (run, checks, text) = in_private_network(|| {
+        let mut host = Host::new("exit 3");
+        host.cfn_init().code(1);
+        host.pretend_cfn_hup_runs();
+        let (run, checks) = host.checks();
+        (run, checks, host.doctor(&[]).stdout.clone())
+    });
+    run.code(1);
+    let last = check(&checks, "init.last_run");
+    assert_eq!(last["verdict"], "failed");
+    let found = last["found"].as_str().unwrap();
+    assert!(found.starts_with("cfn-init's last run (") && found.contains("failed: Command 01 failed"), "{found}");
+    assert_eq!(last["fix"], "cfn-bootstrap status --long");
+    assert_eq!(with_verdict(&checks, "failed"), ["init.last_run"]);
+    // What cfn-init stored is still the stack's metadata.
+    assert_eq!(check(&checks, "init.metadata")["verdict"], "ok");
+    assert!(text.contains("fix: cfn-bootstrap status --long\n"), "{text}");
+}
+
+/// `--stack`/`--resource` and keys: cfn-init's set-up without cfn-hup. The API check and
+/// the comparison of cfn-init's stored metadata share one DescribeStackResource.
+#[test]
+fn a_cfn_init_set_up_is_checked_from_the_command_line_with_one_call() {
+    let (run, checks, describes, conf) = in_private_network(|| {
+        let host = Host::new("true");
+        host.cfn_init().code(0);
+        std::fs::remove_file(host.conf.join("cfn-hup.conf")).unwrap();
+        let asked = host.describes().len();
+        let run = host.doctor(&[
+            "--format",
+            "json",
+            "--stack",
+            &host.stack,
+            "--resource",
+            "Instance",
+            "--url",
+            &host.emulator.url,
+            "--access-key",
+            ACCESS_KEY,
+            "--secret-key",
+            SECRET_KEY,
+        ]);
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        let checks: BTreeMap<String, Value> = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap().to_string(), c.clone()))
+            .collect();
+        (run, checks, host.describes()[asked..].to_vec(), host.conf.clone())
+    });
+    run.code(0);
+    assert_eq!(check(&checks, "hup.config")["verdict"], "skipped");
+    assert_eq!(
+        check(&checks, "hup.config")["found"],
+        format!("no {}/cfn-hup.conf: cfn-hup is not set up here (checking stack {} only)", conf.display(), {
+            let id = checks.keys().find(|k| k.starts_with("api.describe:")).unwrap();
+            id.trim_start_matches("api.describe:").trim_end_matches("/Instance").to_string()
+        })
+        .as_str()
+    );
+    assert_eq!(check(&checks, "service.process")["verdict"], "skipped");
+    let api = checks.iter().find(|(k, _)| k.starts_with("api.describe:")).unwrap().1;
+    assert_eq!(api["verdict"], "ok", "{api}");
+    assert_eq!(check(&checks, "init.metadata")["verdict"], "ok");
+    assert_eq!(describes, ["Instance"], "one call for the API check and cfn-init's metadata");
+}
+
+/// The API's errors, each said with what to do: a wrong secret key, AccessDenied,
+/// throttling (a warning), a stack that does not exist, and an answer that never comes
+/// (the call ends at the probe's bound).
+#[test]
+fn api_errors_are_said_with_what_to_do_and_a_hanging_call_is_bounded() {
+    let runs = in_private_network(|| {
+        let host = Host::new("true");
+        std::fs::remove_file(host.conf.join("cfn-hup.conf")).unwrap();
+        let doctor = |stack: &str, secret: &str| {
+            let run = host.doctor(&[
+                "--format",
+                "json",
+                "--stack",
+                stack,
+                "--resource",
+                "Instance",
+                "--url",
+                &host.emulator.url,
+                "--access-key",
+                ACCESS_KEY,
+                "--secret-key",
+                secret,
+            ]);
+            let json: Value = serde_json::from_str(&run.stdout).unwrap();
+            let api =
+                json["checks"].as_array().unwrap().iter().find(|c| c["id"] == format!("api.describe:{stack}/Instance"));
+            (run.code, run.elapsed, api.unwrap().clone())
+        };
+        let fault = |code: &str, status: u16, message: &str, delay: u64| {
+            let rule = json!([{"action": "DescribeStackResource", "stack": host.stack, "code": code, "status": status,
+                               "message": message, "delay": delay}]);
+            host.emulator.post_json("/_emu/faults", &rule);
+        };
+        let mut runs = vec![doctor(&host.stack, "wrong/secret")];
+        fault("AccessDenied", 403, "User: arn:aws:iam::123456789012:user/x is not authorized", 0);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        fault("Throttling", 400, "Rate exceeded", 0);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        runs.push(doctor("no-such-stack", SECRET_KEY));
+        fault("Throttling", 400, "Rate exceeded", 30);
+        runs.push(doctor(&host.stack, SECRET_KEY));
+        runs
+    });
+    let said = |i: usize| {
+        (
+            runs[i].0,
+            runs[i].2["verdict"].as_str().unwrap(),
+            runs[i].2["found"].as_str().unwrap(),
+            runs[i].2["fix"].as_str().unwrap(),
+        )
+    };
+    let (code, verdict, found, fix) = said(0);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(
+        found.starts_with("SignatureDoesNotMatch: ")
+            && found.ends_with("(the secret key is wrong, or the clock is off)"),
+        "{found}"
+    );
+    assert!(fix.contains("clock"), "{fix}");
+    let (code, verdict, found, fix) = said(1);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("AccessDenied: User: arn:aws:iam::123456789012:user/x is not authorized"), "{found}");
+    assert!(fix.starts_with("allow cloudformation:DescribeStackResource on stack doctor-"), "{fix}");
+    let (code, verdict, found, fix) = said(2);
+    assert_eq!((code, verdict, found), (2, "warning", "Throttling: Rate exceeded (throttled)"));
+    assert!(fix.starts_with("wait a few minutes"), "{fix}");
+    let (code, verdict, found, fix) = said(3);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("ValidationError: Stack 'no-such-stack' does not exist"), "{found}");
+    assert_eq!(fix, "correct the stack name or the region (cfn-hup.conf, or --stack and --region)");
+    let (code, verdict, found, fix) = said(4);
+    assert_eq!((code, verdict), (1, "failed"));
+    assert!(found.starts_with("Could not reach "), "{found}");
+    assert!(fix.starts_with("see the network checks"), "{fix}");
+    assert!(runs[4].1 < Duration::from_secs(10), "bounded by the probe's timeout: {:?}", runs[4].1);
+}
+
+/// The classic trap: a leftover Python cfn-init earlier on PATH, named with its
+/// interpreter line; a link missing from the install directory, with the `ln -s` to
+/// make it.
+#[test]
+fn a_python_cfn_init_earlier_on_path_fails_and_a_missing_link_says_how_to_make_it() {
+    let (run, checks, sandbox_dir) = in_private_network(|| {
+        let sandbox = Sandbox::new();
+        let old = sandbox.path("old-bin");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(old.join("cfn-init"), "#!/usr/bin/python\nimport cfnbootstrap\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(old.join("cfn-init"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_file(sandbox.path("bin/cfn-signal")).unwrap();
+        let path = format!("{}:{}:{}", old.display(), sandbox.path("bin").display(), std::env::var("PATH").unwrap());
+        let run = sandbox
+            .cmd_via(binary(), "cfn-bootstrap")
+            .args(["doctor", "--format", "json", "-c"])
+            .arg(sandbox.path("no-conf"))
+            .env("PATH", path)
+            .env("CFN_BOOTSTRAP_BIN_DIR", sandbox.path("bin"))
+            .run();
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        let checks: BTreeMap<String, Value> = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap().to_string(), c.clone()))
+            .collect();
+        (run, checks, sandbox.dir.path().to_path_buf())
+    });
+    run.code(1);
+    let me = std::fs::canonicalize(binary()).unwrap();
+    let trap = check(&checks, "install.path:cfn-init");
+    assert_eq!(trap["verdict"], "failed");
+    assert_eq!(
+        trap["found"],
+        format!(
+            "PATH finds {}/old-bin/cfn-init first: a '#!/usr/bin/python' script, not this binary ({})",
+            sandbox_dir.display(),
+            me.display()
+        )
+        .as_str()
+    );
+    let link = check(&checks, "install.link:cfn-signal");
+    assert_eq!(link["verdict"], "warning");
+    assert_eq!(link["fix"], format!("ln -s {} {}/bin/cfn-signal", me.display(), sandbox_dir.display()).as_str());
+    assert_eq!(check(&checks, "install.path:cfn-signal")["verdict"], "warning", "not on PATH at all");
+    assert_eq!(with_verdict(&checks, "failed"), ["install.path:cfn-init"]);
+}
+
+/// A hook whose action fails: the service's checks say since when, and the pass that
+/// failed; warnings only (exit 2).
+#[test]
+fn a_failing_hook_action_is_reported_with_since_when() {
+    let (run, checks) = in_private_network(|| {
+        let mut host = Host::new("true");
+        let text = "[fails]\ntriggers=post.add\npath=Resources.Watched.Metadata.app\naction=exit 4\n";
+        std::fs::write(host.conf.join("hooks.conf"), text).unwrap();
+        host.start_cfn_hup();
+        host.checks()
+    });
+    run.code(2);
+    let hook = check(&checks, "service.hook:fails");
+    assert_eq!(hook["verdict"], "warning");
+    let found = hook["found"].as_str().unwrap();
+    assert!(found.starts_with("the action of fails has failed 1 time(s) in a row since 20"), "{found}");
+    assert!(found.ends_with(": exit code 4"), "{found}");
+    let pass = check(&checks, "service.last_pass");
+    assert_eq!(pass["verdict"], "warning");
+    assert!(pass["found"].as_str().unwrap().ends_with("1 action(s) run, 1 failed: actions failed"), "{pass}");
+    assert_eq!(
+        check(&checks, "service.last_error")["found"].as_str().unwrap().split_once(": ").unwrap().1,
+        "Action for fails exited with 4"
+    );
+    assert_eq!(with_verdict(&checks, "failed"), Vec::<&str>::new());
+}
