@@ -369,6 +369,167 @@ fn passes_errors_and_hook_runs_are_recorded_for_status() {
     assert_eq!(hup.marks().len(), 2, "{:?}", hup.marks());
 }
 
+/// The pass numbers at which a back-off test's action ran, with the value it ran for:
+/// the action writes `<pass> <value>`, the pass being cfn-hup's own count — one more
+/// than the "Next pass in" lines its log has while the pass runs.
+fn runs_by_pass(hup: &Hup) -> Vec<(usize, String)> {
+    hup.marks()
+        .iter()
+        .map(|l| {
+            let (pass, value) = l.split_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+            (pass.parse().unwrap_or_else(|_| panic!("{l:?}")), value.to_string())
+        })
+        .collect()
+}
+
+fn passes_done(hup: &Hup) -> usize {
+    hup.log().matches("[DEBUG] Next pass in ").count()
+}
+
+/// A hook whose action always fails, writing the pass it runs at and its value.
+fn always_failing(hup: &Hup) {
+    hup.hooks(&format!(
+        "[stuck]\ntriggers=post.add,post.update\npath=Resources.Instance.Metadata.v\n\
+         action=echo \"$(( $(grep -c 'Next pass in' {log}) + 1 )) $CFN_NEW_METADATA\" >> {marks}; exit 1\n",
+        log = hup.sandbox.path("log/cfn-hup.log").display(),
+        marks = hup.marks_path().display()
+    ));
+}
+
+fn activity_of(hup: &Hup) -> Value {
+    let run = hup.sandbox.cmd_via(binary(), "cfn-bootstrap").args(["status", "--format", "json"]).run();
+    let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{run}"));
+    json["cfn_hup"].clone()
+}
+
+/// An action that keeps failing for one value is tried at the first three passes, then
+/// 2, 4, 8 … intervals apart (a deliberate difference: the reference tries at every
+/// pass); the log says when the next try is due; a new value runs at the very next pass,
+/// with a series of its own; `status` shows the failing hook (text, --long, JSON); a
+/// restart keeps the back-off and says so.
+#[test]
+fn an_action_failing_for_one_value_backs_off_and_a_new_value_runs_at_once() {
+    let hup = Hup::new(&json!({"v": "A"}));
+    always_failing(&hup);
+    let reaper = Reaper::new(&hup.pid_path());
+    let pid = start_foreground(&hup, &reaper, "0.2", &["-v"]);
+    wait_until(Duration::from_secs(60), "20 passes", || passes_done(&hup) >= 20);
+    let at_a: Vec<usize> = runs_by_pass(&hup).iter().filter(|(_, v)| v == "A").map(|(p, _)| *p).collect();
+    assert_eq!(at_a, [1, 2, 3, 5, 9, 17], "{}", hup.log());
+    let log = log_lines_without_time(&hup.log());
+    let warnings: Vec<&String> =
+        log.iter().filter(|l| l.starts_with("[WARNING] Action for stuck exited with 1")).collect();
+    assert_eq!(warnings[0], "[WARNING] Action for stuck exited with 1; will retry on next iteration");
+    assert_eq!(warnings[1], warnings[0]);
+    for (line, tries, wait) in
+        [(warnings[2], 3, "0.4 seconds"), (warnings[3], 4, "0.8 seconds"), (warnings[4], 5, "2 seconds")]
+    {
+        let prefix = format!("[WARNING] Action for stuck exited with 1; failed {tries} times in a row; next try at ");
+        let time = line.strip_prefix(&prefix).and_then(|rest| rest.strip_suffix(&format!(", in {wait}")));
+        assert!(time.is_some_and(|t| t.len() == 19 && t.as_bytes()[10] == b' '), "{line}");
+    }
+
+    // A new value while backing off (the next try for A is at pass 33): its action runs
+    // at the first pass that reads it — one running during the update, or the next one
+    // after it.
+    let before = passes_done(&hup);
+    hup.update(&json!({"v": "B"}));
+    let after = passes_done(&hup);
+    wait_until(Duration::from_secs(20), "the action for B", || runs_by_pass(&hup).iter().any(|(_, v)| v == "B"));
+    let first_b = runs_by_pass(&hup).iter().find(|(_, v)| v == "B").unwrap().0;
+    assert!(
+        (before + 1..=after + 2).contains(&first_b),
+        "B ran at pass {first_b}; {before} passes were done before the update, {after} after it"
+    );
+    assert!(hup.log().contains(
+        "[INFO] The value of Resources.Instance.Metadata.v changed while its action was backing off; it runs at once"
+    ));
+    // Its own series: three passes in a row, then 2 intervals.
+    wait_until(Duration::from_secs(30), "5 more passes", || passes_done(&hup) >= first_b + 5);
+    signal(pid, libc::SIGTERM);
+    assert!(reaper.wait_child(pid, Duration::from_secs(10)).is_some_and(|s| s.success()));
+    let at_b: Vec<usize> = runs_by_pass(&hup).iter().filter(|(_, v)| v == "B").map(|(p, _)| *p).collect();
+    assert_eq!(at_b[..4], [first_b, first_b + 1, first_b + 2, first_b + 4], "{at_b:?}");
+    assert!(at_b.len() == 4 || at_b[4] == first_b + 8, "{at_b:?}");
+    assert_eq!(runs_by_pass(&hup).iter().filter(|(_, v)| v == "A").count(), 6, "A is not tried again");
+
+    // status: the hook, its tries, since when, its next try.
+    let activity = activity_of(&hup);
+    let failing = &activity["failing_hooks"];
+    assert_eq!(failing.as_array().map(Vec::len), Some(1), "{failing:#}");
+    let hook = &failing[0];
+    assert_eq!((hook["hook"].as_str(), hook["path"].as_str()), (Some("stuck"), Some("Resources.Instance.Metadata.v")));
+    let tries = tries_of_b(&hup, &activity);
+    assert_eq!(hook["tries"].as_u64(), Some(tries as u64), "{hook:#}");
+    assert_eq!(hook["last_error"], "exit 1");
+    assert!(
+        hook["since"].as_str() < hook["last_try"].as_str() && hook["last_try"].as_str() < hook["next_try"].as_str()
+    );
+    assert_eq!(hook["value_sha256"].as_str().map(str::len), Some(64));
+    let skip = hook["passes_to_skip"].as_u64().unwrap();
+    let status = || hup.sandbox.cmd_via(binary(), "cfn-bootstrap").arg("status");
+    let next = if skip == 0 {
+        "at the next pass".to_string()
+    } else {
+        format!(
+            "about {} (after {skip} pass{} left out)",
+            hook["next_try"].as_str().unwrap(),
+            if skip == 1 { "" } else { "es" }
+        )
+    };
+    status().run().stdout_has(&format!(
+        "cfn-hup: hook stuck failing: {tries} tries in a row since {}, last exit 1; next try {next}\n",
+        hook["since"].as_str().unwrap()
+    ));
+    status().arg("--long").run()
+        .stdout_has("\ncfn-hup failing hooks (a new value is tried at the next pass):\n  stuck (Resources.Instance.Metadata.v)\n")
+        .stdout_has(&format!("    tries:    {tries} tries in a row since {}\n", hook["since"].as_str().unwrap()))
+        .stdout_has(&format!("    last try: {}: exit 1\n", hook["last_try"].as_str().unwrap()))
+        .stdout_has(&format!("    next try: {next}\n"));
+
+    // A restart keeps the tries (and the time of the next try), and says so.
+    let pid = start_foreground(&hup, &reaper, "0.2", &["-v"]);
+    wait_until(Duration::from_secs(30), "one more try for B, recorded", || {
+        activity_of(&hup)["failing_hooks"][0]["tries"].as_u64().is_some_and(|t| t > tries as u64)
+    });
+    signal(pid, libc::SIGTERM);
+    assert!(reaper.wait_child(pid, Duration::from_secs(10)).is_some_and(|s| s.success()));
+    assert!(
+        hup.log().contains(&format!("[INFO] Action for stuck failed {tries} times in a row before cfn-hup started; ")),
+        "{}",
+        hup.log()
+    );
+    let activity = activity_of(&hup);
+    let tried = tries_of_b(&hup, &activity);
+    assert!(tried > tries, "not reset by the restart");
+    assert_eq!(activity["failing_hooks"][0]["tries"].as_u64(), Some(tried as u64), "{activity:#}");
+}
+
+/// The tries of B the back-off counts: every run of the action for B, but one that
+/// SIGTERM cut short (its mark written, its exit not 1), which is no try.
+fn tries_of_b(hup: &Hup, activity: &Value) -> usize {
+    let runs = runs_by_pass(hup).iter().filter(|(_, v)| v == "B").count();
+    let last_exit = activity["hook_runs"].as_array().and_then(|r| r.last()).map(|r| r["exit_code"].clone());
+    if last_exit == Some(json!(1)) { runs } else { runs - 1 }
+}
+
+/// `--no-daemon` runs a due action at every call, however often it failed before (as
+/// the reference does), and leaves the service's record of failing hooks alone; it does
+/// not check `max-backoff`, which only the service uses.
+#[test]
+fn without_a_daemon_each_call_runs_the_failing_action() {
+    let hup = Hup::new(&json!({"v": "A"}));
+    always_failing(&hup);
+    hup.main_conf("max-backoff=0\n");
+    for _ in 0..4 {
+        hup.once();
+    }
+    assert_eq!(hup.marks().len(), 4, "{:?}", hup.marks());
+    assert_eq!(hup.log().matches("[WARNING] Action for stuck exited with 1; will retry on next iteration").count(), 4);
+    assert!(!hup.log().contains("times in a row"), "{}", hup.log());
+    assert_eq!(activity_of(&hup)["failing_hooks"], json!([]));
+}
+
 /// post.add and post.remove on nested paths; every path kind and its variable
 /// (HUP-DET-01, HUP-ACT-01, HUP-PATH-01); falsy values count as values (BUG-FALSY fixed).
 #[test]
@@ -914,6 +1075,15 @@ fn configuration_errors_are_logged_and_printed_with_exit_1() {
     ];
     let hooks_dir = conf(&[("cfn-hup.conf", MAIN)]);
     let mut cases = cases;
+    let backoff_dir = conf(&[("cfn-hup.conf", &format!("{MAIN}max-backoff=0\n")), ("hooks.conf", HOOK)]);
+    cases.push((
+        backoff_dir.clone(),
+        vec!["-F"],
+        format!(
+            "[ERROR] Error: Invalid max-backoff in {}/cfn-hup.conf (must be a whole number of minutes, 1 or greater): 0",
+            backoff_dir.display()
+        ),
+    ));
     cases.push((
         hooks_dir.clone(),
         vec![],

@@ -150,7 +150,7 @@ fn serve(
 ) -> ExitCode {
     // The configuration is checked before detaching (SPEC §14.6); what needs the network
     // (credentials, the listener id) is resolved by the daemon, which reports it.
-    if let Err(e) = service_loop::interval(&config, &settings) {
+    if let Err(e) = service_loop::interval(&config, &settings).and_then(|_| service_loop::max_backoff(&config)) {
         return report::failure(format!("Error: {e}"));
     }
     let umask = match service_loop::umask(&config) {

@@ -10,7 +10,7 @@
 //! cfn-hup's activity is shown, never judged.
 
 use crate::run_record::{self, Outcome, RunRecord, Source};
-use cfn_hooks::activity::{self, Activity};
+use cfn_hooks::activity::{self, Activity, FailingHook};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -227,7 +227,36 @@ fn hup_summary(hup: &Activity) -> String {
     if let Some(error) = &hup.last_error {
         let _ = writeln!(out, "cfn-hup: last error {}: {}", error.time, error.message);
     }
+    for hook in &hup.failing_hooks {
+        let _ = writeln!(
+            out,
+            "cfn-hup: hook {} failing: {} since {}, last {}; next try {}",
+            hook.hook,
+            tries(hook),
+            hook.since,
+            hook.last_error,
+            next_try(hook)
+        );
+    }
     out
+}
+
+/// `1 try` / `4 tries in a row`.
+fn tries(hook: &FailingHook) -> String {
+    match hook.tries {
+        1 => "1 try".to_string(),
+        n => format!("{n} tries in a row"),
+    }
+}
+
+/// When a failing hook's action is tried again: at the next pass, or after the passes
+/// its back-off leaves out.
+fn next_try(hook: &FailingHook) -> String {
+    match hook.passes_to_skip {
+        0 => "at the next pass".to_string(),
+        1 => format!("about {} (after 1 pass left out)", hook.next_try),
+        n => format!("about {} (after {n} passes left out)", hook.next_try),
+    }
 }
 
 fn long(last: Option<&RunRecord>, history: &[RunRecord], hup: Option<&Activity>) -> String {
@@ -280,6 +309,15 @@ fn long(last: Option<&RunRecord>, history: &[RunRecord], hup: Option<&Activity>)
                 seconds(r.seconds),
                 source_text(&r.source)
             );
+        }
+    }
+    if let Some(hup) = hup.filter(|h| !h.failing_hooks.is_empty()) {
+        let _ = writeln!(out, "\ncfn-hup failing hooks (a new value is tried at the next pass):");
+        for hook in &hup.failing_hooks {
+            let _ = writeln!(out, "  {} ({})", hook.hook, hook.path);
+            let _ = writeln!(out, "    tries:    {} since {}", tries(hook), hook.since);
+            let _ = writeln!(out, "    last try: {}: {}", hook.last_try, hook.last_error);
+            let _ = writeln!(out, "    next try: {}", next_try(hook));
         }
     }
     if let Some(hup) = hup.filter(|h| !h.hook_runs.is_empty()) {

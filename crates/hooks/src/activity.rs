@@ -1,7 +1,9 @@
 //! `/var/lib/cfn-hup/data/activity.json`: what cfn-hup did lately, for
-//! `cfn-bootstrap status` — its last pass (when, how it went), its last error, and its
-//! last [`HOOK_RUNS`] hook actions (which hook, when, exit code, how long). cfn-bootstrap's
-//! own file; the reference has none.
+//! `cfn-bootstrap status` and `doctor` — its last pass (when, how it went), its last
+//! error, its last [`HOOK_RUNS`] hook actions (which hook, when, exit code, how long), and
+//! the update hooks whose action is failing ([`FailingHook`]: how many tries, since when,
+//! the next try; the service's back-off, [`crate::backoff`], keeps its state here).
+//! cfn-bootstrap's own file; the reference has none.
 //!
 //! Written once per pass, by the pass's own thread after the pass, and after each
 //! command hook's action by the listener's round; replaced whole and durably like the
@@ -21,6 +23,47 @@ pub struct Activity {
     pub last_pass: Option<Pass>,
     pub last_error: Option<ErrorSeen>,
     pub hook_runs: Vec<HookRun>,
+    /// The update hooks whose action failed at its last try, as the service (daemon or
+    /// foreground mode) left them after its last pass; empty in files written before
+    /// this list existed.
+    #[serde(default)]
+    pub failing_hooks: Vec<FailingHook>,
+}
+
+/// An update hook whose action failed at its last try (for the value the hook's path
+/// has now), in daemon and foreground modes: its action is tried again until it
+/// succeeds or the value changes, at every pass for the first
+/// [`FREE_TRIES`](crate::backoff::FREE_TRIES) tries, then 2, 4, 8, … intervals apart
+/// up to `max-backoff` ([`crate::backoff`]). `--no-daemon` neither adds nor removes
+/// entries. Times are RFC 3339 UTC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailingHook {
+    /// The hook's name (its section in the hook files).
+    pub hook: String,
+    /// The hook's path, e.g. `Resources.Instance.Metadata.AWS::CloudFormation::Init`.
+    pub path: String,
+    /// Failed tries in a row for the current value (1, 2, …).
+    pub tries: u32,
+    /// When the first of those tries started.
+    pub since: String,
+    /// When the last try started.
+    pub last_try: String,
+    /// How the last try failed: `exit 3`, or why the action could not run.
+    pub last_error: String,
+    /// Passes still to leave out before the next try (0: the next pass tries again).
+    pub passes_to_skip: u32,
+    /// When the next try is due, as reckoned at the last try: the last try's end plus
+    /// `passes_to_skip + 1` intervals (a new value is tried at the next pass instead).
+    pub next_try: String,
+    /// SHA-256 (hex) of the value the action failed for, as `metadata_db.json` stores
+    /// values: another value ends the back-off. The value itself is not kept here: it
+    /// may hold secrets and this file is shown by `status`.
+    pub value_sha256: String,
+}
+
+/// The key of a failing hook's entries in the state files: `<hook>|<path>`.
+pub fn hook_key(hook: &FailingHook) -> String {
+    crate::MetadataDb::key(&hook.hook, &hook.path)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +108,12 @@ impl HookRun {
 
 /// Now, RFC 3339 with milliseconds, UTC.
 pub fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    time(chrono::Utc::now())
+}
+
+/// A time as this file writes it: RFC 3339 with milliseconds, UTC.
+pub fn time(time: chrono::DateTime<chrono::Utc>) -> String {
+    time.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// `<lib>/cfn-hup/data/activity.json`.
@@ -98,6 +146,9 @@ impl Activity {
             self.last_error = Some(ErrorSeen { time, message: message.clone() });
         }
         self.hook_runs.extend(report.hook_runs.iter().cloned());
+        if let Some(failing) = &report.failing_hooks {
+            self.failing_hooks = failing.clone();
+        }
         self.keep_bounded();
     }
 

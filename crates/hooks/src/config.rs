@@ -37,6 +37,8 @@ pub enum ConfigError {
     IntervalTooShort(String),
     #[error("Invalid interval (must be a whole number of minutes): {0}")]
     IntervalNotInteger(String),
+    #[error("Invalid max-backoff in {file} (must be a whole number of minutes, 1 or greater): {value}")]
+    MaxBackoff { file: String, value: String },
     #[error("Invalid octal value specified for umask in config file: {0}")]
     Umask(String),
     #[error("Multiple hooks for the same command ({0})")]
@@ -58,6 +60,9 @@ pub struct MainConfig {
     pub verbose: bool,
     interval: Option<String>,
     umask: Option<String>,
+    max_backoff: Option<String>,
+    /// `cfn-hup.conf`, named by the errors of the values checked only when used.
+    file: PathBuf,
 }
 
 impl MainConfig {
@@ -72,6 +77,20 @@ impl MainConfig {
             return Err(ConfigError::IntervalTooShort(text.to_string()));
         }
         Ok(value as u64)
+    }
+
+    /// `max-backoff`: the longest wait, in minutes, between two tries of an action that
+    /// keeps failing for one value (default 60; at least 1; see [`crate::backoff`]).
+    /// Checked, like the interval, only in daemon and foreground modes, which use it.
+    pub fn max_backoff_minutes(&self) -> Result<u64, ConfigError> {
+        let Some(text) = self.max_backoff.as_deref() else {
+            return Ok(crate::backoff::DEFAULT_MAX_BACKOFF_MINUTES);
+        };
+        let invalid = || ConfigError::MaxBackoff { file: self.file.display().to_string(), value: text.to_string() };
+        match text.trim().parse::<u64>() {
+            Ok(minutes) if minutes >= 1 => Ok(minutes),
+            _ => Err(invalid()),
+        }
     }
 
     /// The daemon's umask: `None` when the file sets none (then 022 applies). The value is
@@ -186,6 +205,8 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
         verbose,
         interval: get("interval")?,
         umask: get("umask")?,
+        max_backoff: get("max-backoff")?,
+        file,
     })
 }
 
@@ -328,6 +349,18 @@ mod tests {
         );
         assert!(main("interval=1.5").unwrap().interval_minutes().is_err());
         assert_eq!(main("verbose=maybe").unwrap_err().to_string(), "Not a boolean: maybe");
+        assert_eq!(main("").unwrap().max_backoff_minutes().unwrap(), 60);
+        assert_eq!(main("MAX-BACKOFF = 240 ").unwrap().max_backoff_minutes().unwrap(), 240);
+        for bad in ["0", "-5", "1.5", "an hour", ""] {
+            let d = dir_with(&[("cfn-hup.conf", &format!("[main]\nstack=s\nmax-backoff={bad}\n"))]);
+            assert_eq!(
+                load_main(d.path()).unwrap().max_backoff_minutes().unwrap_err().to_string(),
+                format!(
+                    "Invalid max-backoff in {}/cfn-hup.conf (must be a whole number of minutes, 1 or greater): {bad}",
+                    d.path().display()
+                )
+            );
+        }
         assert_eq!(main("region=").unwrap().region, "us-east-1");
     }
 

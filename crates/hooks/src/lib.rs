@@ -9,6 +9,7 @@
 //! events, which the binary writes to `cfn-hup.log`.
 
 pub mod activity;
+pub mod backoff;
 pub mod baseline;
 pub mod command_message;
 pub mod command_result;

@@ -1,7 +1,9 @@
 //! One processing pass over the update hooks (SPEC §14.5; HUP-DET-02, HUP-DET-03,
-//! HUP-ACT-01, HUP-ACT-02).
+//! HUP-ACT-01, HUP-ACT-02), and, in the service, the back-off of actions that keep
+//! failing ([`crate::backoff`]).
 
-use crate::activity::{self, HookRun};
+use crate::activity::{self, FailingHook, HookRun};
+use crate::backoff::{self, Backoff};
 use crate::baseline::InitBaseline;
 use crate::config::Hook;
 use crate::detect::{self, Decision};
@@ -12,7 +14,9 @@ use cfn_aws::{CloudFormation, StackResourceDetail};
 use cfn_host::CommandLine;
 use cfn_host::process::{self, Environment, InGroup, Invocation};
 use cfn_host::process_groups::ProcessGroups;
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 /// Where resource descriptions come from (CloudFormation, or a fake in unit tests).
@@ -46,6 +50,8 @@ pub struct PassReport {
     pub last_error: Option<String>,
     /// The worst thing the service did (`None` when every call succeeded or no call was needed).
     pub trouble: Option<Health>,
+    /// The failing hooks after the pass, when it kept a back-off (`None`: `--no-daemon`).
+    pub failing_hooks: Option<Vec<FailingHook>>,
 }
 
 impl PassReport {
@@ -66,6 +72,13 @@ pub struct PassOptions<'a> {
     /// registered here under its hook's name so that SIGTERM can stop it (`None`:
     /// `--no-daemon`, where an action stays in cfn-hup's group and terminal).
     pub actions: Option<&'a ProcessGroups>,
+    /// The service's back-off of actions that keep failing for one value (`None`:
+    /// `--no-daemon`, where each call runs a due action, as the reference does).
+    pub backoff: Option<&'a Mutex<Backoff>>,
+}
+
+fn lock(backoff: &Mutex<Backoff>) -> MutexGuard<'_, Backoff> {
+    backoff.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn classify(error: &ApiError) -> Option<Health> {
@@ -83,6 +96,8 @@ fn classify(error: &ApiError) -> Option<Health> {
 /// an `*_IN_PROGRESS` state are left for the next pass; state is stored only when nothing
 /// needed to run or the action succeeded. A hook with no stored state is compared with
 /// the metadata cfn-init last applied, when that came from the resource it watches.
+/// With a back-off, an action that failed [`backoff::FREE_TRIES`] times in a row for
+/// the value it would run for again is left out of the passes its schedule says.
 pub fn run_pass(
     stack: &str,
     hooks: &[Hook],
@@ -91,7 +106,7 @@ pub fn run_pass(
     options: &PassOptions<'_>,
 ) -> PassReport {
     let mut report = PassReport::default();
-    prune(db, hooks);
+    prune(db, hooks, options.backoff);
     let mut cache: HashMap<&str, Result<StackResourceDetail, ApiError>> = HashMap::new();
     for hook in hooks {
         if (options.stop)() {
@@ -150,20 +165,38 @@ pub fn run_pass(
             tracing::debug!("No change in path {} for hook {}", hook.path.text, hook.name);
             store(db, &key, new.as_ref());
             end_action(db, &key);
+            if let Some(backoff) = options.backoff {
+                lock(backoff).clear(&key);
+            }
             continue;
         };
+        let digest = backoff::value_digest(new.as_ref());
+        if let Some(waiting) = options.backoff.and_then(|b| lock(b).holds(&key, &digest).cloned()) {
+            tracing::debug!(
+                "Action for {} failed {} times in a row for this value; backing off until {} ({} more pass(es) left out)",
+                hook.name,
+                waiting.tries,
+                waiting.next_try,
+                waiting.passes_to_skip
+            );
+            continue;
+        }
         tracing::info!("{reason}");
         report.actions_run += 1;
         // Recorded before the action starts, so that one cut short is run again.
         if let Err(e) = db.action_started(&key) {
             tracing::error!("Could not record that the action for {} starts: {e}", hook.name);
         }
-        let (started, clock) = (activity::now(), Instant::now());
-        let ran = run_action(hook, old.as_ref(), new.as_ref(), options.actions);
-        report.hook_runs.push(HookRun::new(&hook.name, started, clock.elapsed(), &ran));
+        let (started, clock) = (Utc::now(), Instant::now());
+        let retry_words = |error: &str| next_try(options, hook, &digest, error, started);
+        let ran = run_action(hook, old.as_ref(), new.as_ref(), options.actions, retry_words);
+        report.hook_runs.push(HookRun::new(&hook.name, activity::time(started), clock.elapsed(), &ran));
         if ran == Ok(0) {
             store(db, &key, new.as_ref());
             end_action(db, &key);
+            if let Some(backoff) = options.backoff {
+                lock(backoff).clear(&key);
+            }
         } else {
             report.actions_failed += 1;
             report.last_error = Some(match ran {
@@ -179,13 +212,37 @@ pub fn run_pass(
         }
         debug_assert!(decision != Decision::NoChange);
     }
+    report.failing_hooks = options.backoff.map(|b| lock(b).failing().to_vec());
     report
+}
+
+/// What the log says of the next try after the action of `hook` failed (`error`), and
+/// the back-off's record of the failure. An action that a stop of the service cut short
+/// did not fail on its own: it is no try.
+fn next_try(options: &PassOptions<'_>, hook: &Hook, digest: &str, error: &str, started: DateTime<Utc>) -> String {
+    const REFERENCE: &str = "will retry on next iteration";
+    let Some(backoff) = options.backoff.filter(|_| !(options.stop)()) else {
+        return REFERENCE.to_string();
+    };
+    let failure = lock(backoff).failed((&hook.name, &hook.path.text), digest, error, started);
+    if failure.tries < backoff::FREE_TRIES {
+        return REFERENCE.to_string();
+    }
+    format!(
+        "failed {} times in a row; next try at {}, in {}",
+        failure.tries,
+        backoff::local_time(failure.next_try),
+        backoff::in_words(failure.wait)
+    )
 }
 
 /// Drops the state of hooks that are no longer configured (issue 13, item 14), so that
 /// `metadata_db.json` does not grow with every hook ever removed or moved to another path.
-fn prune(db: &mut MetadataDb, hooks: &[Hook]) {
+fn prune(db: &mut MetadataDb, hooks: &[Hook], backoff: Option<&Mutex<Backoff>>) {
     let keep = hooks.iter().map(|h| MetadataDb::key(&h.name, &h.path.text)).collect();
+    if let Some(backoff) = backoff {
+        lock(backoff).retain(&keep);
+    }
     match db.retain_keys(&keep) {
         Ok(dropped) if !dropped.is_empty() => {
             tracing::info!("Dropped the state of hooks no longer configured: {}", dropped.join(", "))
@@ -209,12 +266,14 @@ fn store(db: &mut MetadataDb, key: &str, value: Option<&StateValue>) {
 
 /// Runs the action through `/bin/sh -c`, as `runas` when given (switching uid, gid,
 /// groups and HOME directly instead of through `su`). Its exit code, or why it could
-/// not run (`cannot run: …`, `could not be started: …`).
+/// not run (`cannot run: …`, `could not be started: …`). A failure is logged with the
+/// words `next_try` gives for it (`exit 3`, or why it could not run).
 fn run_action(
     hook: &Hook,
     old: Option<&StateValue>,
     new: Option<&StateValue>,
     actions: Option<&ProcessGroups>,
+    next_try: impl FnOnce(&str) -> String,
 ) -> Result<i32, String> {
     tracing::info!("Running action for {}", hook.name);
     let user = match &hook.runas {
@@ -222,11 +281,9 @@ fn run_action(
         Some(name) => match cfn_host::users::user(name) {
             Some(user) => Some(user),
             None => {
-                tracing::error!(
-                    "Action for {} cannot run: user {name} does not exist; will retry on next iteration",
-                    hook.name
-                );
-                return Err(format!("cannot run: user {name} does not exist"));
+                let why = format!("cannot run: user {name} does not exist");
+                tracing::error!("Action for {} {why}; {}", hook.name, next_try(&why));
+                return Err(why);
             }
         },
     };
@@ -248,13 +305,15 @@ fn run_action(
             Ok(0)
         }
         Ok(finished) => {
-            tracing::warn!("Action for {} exited with {}; will retry on next iteration", hook.name, finished.code);
+            let when = next_try(&format!("exit {}", finished.code));
+            tracing::warn!("Action for {} exited with {}; {when}", hook.name, finished.code);
             tracing::debug!("Action for {} output: {}", hook.name, output(finished.text()));
             Ok(finished.code)
         }
         Err(e) => {
-            tracing::error!("Action for {} could not be started: {e}; will retry on next iteration", hook.name);
-            Err(format!("could not be started: {e}"))
+            let why = format!("could not be started: {e}");
+            tracing::error!("Action for {} {why}; {}", hook.name, next_try(&why));
+            Err(why)
         }
     }
 }
@@ -325,7 +384,8 @@ mod tests {
             ),
         ];
         let mut db = MetadataDb::load(&dir.path().join("db.json"));
-        let options = PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None };
+        let options =
+            PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None, backoff: None };
         let marks_text = || std::fs::read_to_string(&marks).unwrap_or_default();
 
         let r = run_pass("s", &hooks, &fake, &mut db, &options);
@@ -353,7 +413,8 @@ mod tests {
         }));
         let r = run_pass("s", &hooks, &fake, &mut db, &options);
         assert!(matches!(r.health(), Health::Throttled(_)), "{r:?}");
-        let stop_now = PassOptions { quiet_outages: true, stop: &|| true, baseline: None, actions: None };
+        let stop_now =
+            PassOptions { quiet_outages: true, stop: &|| true, baseline: None, actions: None, backoff: None };
         let before = fake.calls.borrow().len();
         run_pass("s", &hooks, &fake, &mut db, &stop_now);
         assert_eq!(fake.calls.borrow().len(), before, "a pending shutdown stops the pass");
@@ -389,8 +450,13 @@ mod tests {
         let mut db = MetadataDb::load(&dir.path().join("db.json"));
         let run = |db: &mut MetadataDb| {
             let baseline = InitBaseline::in_dir(data.clone(), "s", "r");
-            let options =
-                PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None };
+            let options = PassOptions {
+                quiet_outages: false,
+                stop: &|| false,
+                baseline: Some(&baseline),
+                actions: None,
+                backoff: None,
+            };
             run_pass("s", &hooks, &fake, db, &options)
         };
         let r = run(&mut db);
@@ -400,6 +466,56 @@ mod tests {
         let r = run(&mut db);
         assert_eq!(r.actions_run, 0, "once");
         assert_eq!(db.get("other|Resources.B.Metadata.v"), Some(StateValue::Json(json!(2))));
+    }
+
+    /// The service's back-off within passes: an action failing for one value runs at
+    /// passes 1, 2, 3, 5, 9 and 17 of 20; a new value runs at once; a success ends the
+    /// back-off; without a back-off (`--no-daemon`) the report has no failing hooks.
+    #[test]
+    fn the_back_off_leaves_out_passes_and_a_new_value_or_a_success_ends_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (marks, gate) = (dir.path().join("marks"), dir.path().join("gate"));
+        let fake = Fake {
+            metadata: RefCell::new(json!({"v": "A"})),
+            status: RefCell::new("UPDATE_COMPLETE".into()),
+            calls: RefCell::new(vec![]),
+            fail: RefCell::new(None),
+        };
+        let action = format!("echo \"$CFN_NEW_METADATA\" >> {}; test -e {}", marks.display(), gate.display());
+        let hooks = [hook("h", "post.add,post.update", "Resources.A.Metadata.v", &action)];
+        let mut db = MetadataDb::load(&dir.path().join("db.json"));
+        let minute = std::time::Duration::from_secs(60);
+        let backoff = Mutex::new(Backoff::new(minute, minute * 60));
+        let options = PassOptions {
+            quiet_outages: false,
+            stop: &|| false,
+            baseline: None,
+            actions: None,
+            backoff: Some(&backoff),
+        };
+        let mut ran = Vec::new();
+        let mut last = PassReport::default();
+        for pass in 1..=20 {
+            last = run_pass("s", &hooks, &fake, &mut db, &options);
+            if last.actions_run == 1 {
+                ran.push(pass);
+            }
+        }
+        assert_eq!(ran, [1, 2, 3, 5, 9, 17]);
+        let failing = last.failing_hooks.expect("the service's pass reports its failing hooks");
+        assert_eq!((failing[0].hook.as_str(), failing[0].tries, failing[0].last_error.as_str()), ("h", 6, "exit 1"));
+
+        fake.metadata.replace(json!({"v": "B"}));
+        let r = run_pass("s", &hooks, &fake, &mut db, &options);
+        assert_eq!((r.actions_run, r.failing_hooks.unwrap()[0].tries), (1, 1), "a new value runs at once");
+        std::fs::write(&gate, "").unwrap();
+        let r = run_pass("s", &hooks, &fake, &mut db, &options);
+        assert_eq!((r.actions_run, r.actions_failed, r.failing_hooks), (1, 0, Some(vec![])));
+        assert_eq!(db.get("h|Resources.A.Metadata.v"), Some(StateValue::Json(json!("B"))));
+        assert_eq!(std::fs::read_to_string(&marks).unwrap().lines().count(), 8);
+
+        let once = PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None, backoff: None };
+        assert_eq!(run_pass("s", &hooks, &fake, &mut db, &once).failing_hooks, None);
     }
 
     /// An action cut short (cfn-hup killed or stopped while it ran) runs again at the
@@ -421,7 +537,8 @@ mod tests {
         let key = MetadataDb::key("h", "Resources.A.Metadata.v");
         let db_path = dir.path().join("data/metadata_db.json");
         let started = dir.path().join("data").join(crate::state::STARTED_FILE);
-        let options = PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None };
+        let options =
+            PassOptions { quiet_outages: false, stop: &|| false, baseline: None, actions: None, backoff: None };
         let marks_text = || std::fs::read_to_string(&marks).unwrap_or_default();
         let mut db = MetadataDb::load(&db_path);
         db.set(&key, Some(&StateValue::Json(json!("A")))).unwrap();
@@ -448,7 +565,13 @@ mod tests {
             asked.set(asked.get() + 1);
             asked.get() > 1
         };
-        let stopping = PassOptions { quiet_outages: false, stop: &stop_during_action, baseline: None, actions: None };
+        let stopping = PassOptions {
+            quiet_outages: false,
+            stop: &stop_during_action,
+            baseline: None,
+            actions: None,
+            backoff: None,
+        };
         let r = run_pass("s", &hooks, &fake, &mut db, &stopping);
         assert_eq!((r.actions_run, r.actions_failed), (1, 1));
         assert!(MetadataDb::load(&db_path).was_interrupted(&key));

@@ -15,6 +15,7 @@
 //! waiting launcher.
 
 use crate::activity;
+use crate::backoff::Backoff;
 use crate::baseline::InitBaseline;
 use crate::config::{self, ConfigError, HupConfig, MainConfig};
 use crate::daemon::{self, DaemonError, PidFile, Schedule};
@@ -113,6 +114,11 @@ pub fn interval(config: &HupConfig, settings: &Settings) -> Result<Duration, Con
     Ok(Duration::from_secs(minutes.saturating_mul(60)).min(MAX_INTERVAL))
 }
 
+/// The longest wait between two tries of an action that keeps failing (`max-backoff`).
+pub fn max_backoff(config: &HupConfig) -> Result<Duration, ConfigError> {
+    Ok(Duration::from_secs(config.main.max_backoff_minutes()?.saturating_mul(60)).min(MAX_INTERVAL))
+}
+
 /// A client of the service (the passes' or the listener's): the service's retries,
 /// and the attempt timeout of the settings.
 fn service_client(main: &MainConfig, imds: &Arc<Imds>, settings: &Settings) -> Result<Service, CredentialError> {
@@ -175,7 +181,7 @@ pub fn once(
         &config.hooks,
         &client,
         &mut db,
-        &PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None },
+        &PassOptions { quiet_outages: false, stop: &|| false, baseline: Some(&baseline), actions: None, backoff: None },
     );
     if !config.hooks.is_empty() {
         activity::record(&activity::default_path(), &report);
@@ -210,6 +216,7 @@ pub fn create_state_file() {
 pub struct Prepared {
     config: HupConfig,
     every: Duration,
+    max_backoff: Duration,
     service: Service,
     listener: Option<Listener>,
     imds: Arc<Imds>,
@@ -226,6 +233,7 @@ pub fn prepare(
 ) -> Result<Prepared, ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
+    let max_backoff = max_backoff(&config)?;
     let service = service_client(&config.main, &imds, &settings)?;
     create_state(&config);
     configured();
@@ -238,7 +246,7 @@ pub fn prepare(
             Some(Listener::new(&config.main, id, service, options))
         }
     };
-    Ok(Prepared { config, every, service, listener, imds, settings })
+    Ok(Prepared { config, every, max_backoff, service, listener, imds, settings })
 }
 
 /// A service holding its pid file and its signals, ready to [`run`](Started::run).
@@ -261,8 +269,13 @@ impl Started {
     /// configuration (the caller's log level follows its `verbose`).
     pub fn run(self, on_reload: Box<dyn Fn(&MainConfig)>) {
         let Started { prepared, pid_file, signals } = self;
-        let Prepared { config, every, service, listener, imds, settings } = prepared;
+        let Prepared { config, every, max_backoff, service, listener, imds, settings } = prepared;
         let listener = listener.map(|l| ListenerTask::spawn(l, config.command_hooks.clone()));
+        // The back-off a previous run left goes on (logged per hook): a restart does not
+        // run every failing action at once.
+        let mut backoff = Backoff::new(every, max_backoff);
+        let recorded = activity::load(&activity::default_path()).map(|a| a.failing_hooks).unwrap_or_default();
+        backoff.resume(recorded, chrono::Utc::now());
         let running = Running {
             config: Arc::new(config),
             every,
@@ -272,6 +285,7 @@ impl Started {
             imds,
             settings,
             db: Arc::new(Mutex::new(MetadataDb::load(&MetadataDb::default_path()))),
+            backoff: Arc::new(Mutex::new(backoff)),
             on_reload,
         };
         cfn_aws::runtime::block_on(running.serve(signals));
@@ -338,6 +352,8 @@ struct Running {
     settings: Settings,
     /// Shared with the pass that is running, if any.
     db: Arc<Mutex<MetadataDb>>,
+    /// The failing actions' back-off, shared with the pass that is running, if any.
+    backoff: Arc<Mutex<Backoff>>,
     on_reload: Box<dyn Fn(&MainConfig)>,
 }
 
@@ -358,7 +374,7 @@ fn log_health_change(now: &Health) {
 }
 
 /// One pass over the update hooks, on the thread it was given.
-fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> PassReport {
+fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb, backoff: &Mutex<Backoff>) -> PassReport {
     let report = match service.client() {
         Ok(client) => run_pass(
             &config.main.stack,
@@ -370,6 +386,7 @@ fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> Pa
                 stop: &shutdown::requested,
                 baseline: Some(&InitBaseline::new(&config.main.stack, &config.main.region)),
                 actions: Some(&ACTIONS),
+                backoff: Some(backoff),
             },
         ),
         Err(e) => PassReport {
@@ -386,6 +403,7 @@ fn update_pass(config: &HupConfig, service: &Service, db: &mut MetadataDb) -> Pa
 struct Reloaded {
     config: HupConfig,
     every: Duration,
+    max_backoff: Duration,
     umask: u32,
     /// A new client when `[main]` changed.
     service: Option<Service>,
@@ -403,6 +421,7 @@ fn load_again(
 ) -> Result<Reloaded, ServiceError> {
     let config = config::load(dir)?;
     let every = interval(&config, settings)?;
+    let max_backoff = max_backoff(&config)?;
     let umask = config.main.umask()?.unwrap_or(config::DEFAULT_UMASK);
     let service = if config.main == *current { None } else { Some(service_client(&config.main, imds, settings)?) };
     let listener = if config.command_hooks.is_empty() || (config.main == *current && live_listener) {
@@ -413,7 +432,7 @@ fn load_again(
         let options = listener_options(settings.receive_wait_seconds, SERVICE_SQS_RETRY, Some(&ACTIONS));
         Some(Listener::new(&config.main, id, service, options))
     };
-    Ok(Reloaded { config, every, umask, service, listener })
+    Ok(Reloaded { config, every, max_backoff, umask, service, listener })
 }
 
 impl Running {
@@ -487,8 +506,9 @@ impl Running {
             return Ok(PassReport::default());
         }
         let (config, service, db) = (self.config.clone(), self.service.clone(), self.db.clone());
+        let backoff = self.backoff.clone();
         let work = offload::run("update-pass", move || {
-            update_pass(&config, &service, &mut db.lock().unwrap_or_else(|e| e.into_inner()))
+            update_pass(&config, &service, &mut db.lock().unwrap_or_else(|e| e.into_inner()), &backoff)
         });
         let work = match work {
             Ok(work) => work,
@@ -540,7 +560,8 @@ impl Running {
                 return false;
             }
         };
-        let Reloaded { config, every, umask, service, listener } = reloaded;
+        let Reloaded { config, every, max_backoff, umask, service, listener } = reloaded;
+        self.backoff.lock().unwrap_or_else(|e| e.into_inner()).configure(every, max_backoff);
         if let Some(service) = service {
             self.service = Arc::new(service);
         }

@@ -39,7 +39,7 @@ impl StateValue {
         }
     }
 
-    fn to_stored(&self) -> Value {
+    pub(crate) fn to_stored(&self) -> Value {
         match self {
             StateValue::Json(v) => v.clone(),
             StateValue::DateTime(dt) => {
