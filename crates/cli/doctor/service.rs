@@ -130,7 +130,24 @@ fn judge(activity: &Activity, interval_minutes: u64, now: chrono::DateTime<chron
             )
         });
     }
-    for (hook, streak) in failing_hooks(&activity.hook_runs) {
+    // The service's back-off record says most (tries, next try); a hook failing only in
+    // `--no-daemon` runs has its streak in the run history alone.
+    for failing in &activity.failing_hooks {
+        let hook = &failing.hook;
+        checks.push(Check::warning(
+            format!("service.hook:{hook}"),
+            format!(
+                "the action of {hook} has failed {} time(s) in a row since {}: {}; next try at {}",
+                failing.tries,
+                failing.since,
+                one_line(&failing.last_error, 300),
+                if failing.passes_to_skip == 0 { "the next pass".to_string() } else { failing.next_try.clone() }
+            ),
+            format!("run the action of {hook} by hand to see why; cfn-hup.log has its output"),
+        ));
+    }
+    let backing_off = |hook: &str| activity.failing_hooks.iter().any(|f| f.hook == hook);
+    for (hook, streak) in failing_hooks(&activity.hook_runs).into_iter().filter(|(hook, _)| !backing_off(hook)) {
         let last = streak.last().expect("a streak has a run");
         let how = match (last.exit_code, &last.error) {
             (Some(code), _) => format!("exit code {code}"),
@@ -213,6 +230,7 @@ mod tests {
                 run("a", "t3", Some(0)),
                 run("b", "t4", Some(3)),
             ],
+            ..Activity::default()
         };
         let checks = judge(&activity, 15, now);
         let ids: Vec<(&str, super::super::Verdict)> = checks.iter().map(|c| (c.id.as_str(), c.verdict)).collect();
@@ -221,5 +239,38 @@ mod tests {
         assert!(checks[0].found.contains("40 min ago") && checks[0].found.contains("stalled"), "{}", checks[0].found);
         assert!(checks[2].found.contains("failed 2 time(s) in a row since t2: exit code 3"), "{}", checks[2].found);
         assert_eq!(judge(&activity, 30, now)[0].verdict, Warning, "within two intervals: only its outcome");
+    }
+
+    #[test]
+    fn a_hook_backing_off_says_its_tries_and_its_next_try() {
+        use cfn_hooks::activity::FailingHook;
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").unwrap().to_utc();
+        let failing = |passes_to_skip| FailingHook {
+            hook: "b".into(),
+            path: "Resources.R.Metadata".into(),
+            tries: 4,
+            since: "2026-12-03T11:00:00Z".into(),
+            last_try: "2026-12-03T11:45:00Z".into(),
+            last_error: "exit 3".into(),
+            passes_to_skip,
+            next_try: "2026-12-03T12:45:00Z".into(),
+            value_sha256: "0".repeat(64),
+        };
+        let activity = Activity {
+            hook_runs: vec![run("b", "t1", Some(3)), run("c", "t2", Some(1))],
+            failing_hooks: vec![failing(2)],
+            ..Activity::default()
+        };
+        let checks: Vec<Check> =
+            judge(&activity, 15, now).into_iter().filter(|c| c.id.starts_with("service.hook:")).collect();
+        let hooks: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(hooks, ["service.hook:b", "service.hook:c"], "b once, from its back-off record");
+        assert_eq!(
+            checks[0].found,
+            "the action of b has failed 4 time(s) in a row since 2026-12-03T11:00:00Z: exit 3; next try at 2026-12-03T12:45:00Z"
+        );
+        let soon = Activity { failing_hooks: vec![failing(0)], ..Activity::default() };
+        let said = judge(&soon, 15, now).into_iter().find(|c| c.id == "service.hook:b").unwrap();
+        assert!(said.found.ends_with("next try at the next pass"), "{}", said.found);
     }
 }
