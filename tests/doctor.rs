@@ -529,7 +529,7 @@ fn a_failing_hook_action_is_reported_with_since_when() {
     assert_eq!(hook["verdict"], "warning");
     let found = hook["found"].as_str().unwrap();
     assert!(found.starts_with("the action of fails has failed 1 time(s) in a row since 20"), "{found}");
-    assert!(found.ends_with(": exit code 4"), "{found}");
+    assert!(found.ends_with(": exit 4; next try at the next pass"), "{found}");
     let pass = check(&checks, "service.last_pass");
     assert_eq!(pass["verdict"], "warning");
     assert!(pass["found"].as_str().unwrap().ends_with("1 action(s) run, 1 failed: actions failed"), "{pass}");
