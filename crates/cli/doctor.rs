@@ -9,6 +9,9 @@
 //! warnings.
 
 mod check;
+mod credentials;
+mod probe;
+mod setup;
 
 pub use check::{Check, Verdict};
 
@@ -52,7 +55,7 @@ impl Context {
 /// A group of checks, run in this order.
 type Section = fn(&Context) -> Vec<Check>;
 
-const SECTIONS: &[Section] = &[];
+const SECTIONS: &[Section] = &[credentials::section];
 
 pub fn command() -> Command {
     let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
