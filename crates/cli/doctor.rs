@@ -9,7 +9,9 @@
 //! warnings.
 
 mod check;
+mod clock;
 mod credentials;
+mod network;
 mod probe;
 mod setup;
 
@@ -55,7 +57,7 @@ impl Context {
 /// A group of checks, run in this order.
 type Section = fn(&Context) -> Vec<Check>;
 
-const SECTIONS: &[Section] = &[credentials::section];
+const SECTIONS: &[Section] = &[credentials::section, network::section, clock::section];
 
 pub fn command() -> Command {
     let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
