@@ -65,7 +65,7 @@ fn assert_check(report: &Value, id: &str, verdict: &str, found: &[&str], fix: &[
     }
 }
 
-fn with_keys<'a>(url: &'a str) -> Vec<&'a str> {
+fn with_keys(url: &str) -> Vec<&str> {
     vec!["--url", url, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY]
 }
 
