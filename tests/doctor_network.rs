@@ -134,7 +134,10 @@ fn imdsv2_token_requests_that_time_out_name_the_hop_limit() {
             &json!({"path": "/latest/api/token", "method": "PUT", "delay": 60, "count": -1}),
         );
         let sandbox = Sandbox::new();
-        let (run, report) = doctor(&sandbox, &["--url", &emulator.url], &[]);
+        // A proxy that would refuse everything: IMDS is never asked through it.
+        let proxy = format!("http://127.0.0.1:{}", closed_port());
+        let env = [("HTTP_PROXY", proxy.as_str()), ("NO_PROXY", "127.0.0.1")];
+        let (run, report) = doctor(&sandbox, &["--url", &emulator.url], &env);
         let imds = emulator.get_json("/_emu/requests?kind=imds&listener=imds&method=PUT");
         (run, report, imds.as_array().unwrap().len())
     });
@@ -149,6 +152,7 @@ fn imdsv2_token_requests_that_time_out_name_the_hop_limit() {
         )],
     );
     assert_check(&report, "credentials.imds", "ok", &[INSTANCE_ID], &[]);
+    assert_check(&report, "network.cloudformation", "ok", &["direct (NO_PROXY excludes it from HTTP_PROXY)"], &[]);
     // The tools still sign with the instance identity, over IMDSv1.
     assert_check(&report, "credentials.source", "ok", &["the instance identity"], &[]);
     assert_eq!(run.code, 2, "only warnings\n{run}");
@@ -316,4 +320,76 @@ fn a_healthy_set_up_is_ok() {
             assert_eq!(c["verdict"], "ok", "{c:#}\n{run}");
         }
     }
+}
+
+#[test]
+fn https_is_checked_with_the_tools_trust_store_directly_and_through_a_tunnel() {
+    let (trusted, untrusted, tunnelled, refused, tunnels, tls_port) = in_private_network(|| {
+        let sandbox = Sandbox::new();
+        let (ca, server_cert, key) = private_ca(sandbox.dir.path());
+        let tls_port = free_port();
+        let emulator = Emulator::start_at(
+            &[
+                "--port",
+                "5000",
+                "--tls-port",
+                &tls_port.to_string(),
+                "--tls-cert",
+                server_cert.to_str().unwrap(),
+                "--tls-key",
+                key.to_str().unwrap(),
+            ],
+            5000,
+        );
+        let https_url = format!("https://127.0.0.1:{tls_port}");
+        let ca_override = [("CA_OVERRIDE", ca.to_str().unwrap())];
+        let trusted = doctor(&sandbox, &with_keys(&https_url), &ca_override);
+        let untrusted = doctor(&sandbox, &with_keys(&https_url), &[]);
+        let proxy = RecordingProxy::with_ssl_ports(&[tls_port]);
+        let mut args = with_keys(&https_url);
+        args.extend(["--https-proxy", &proxy.url]);
+        let tunnelled = doctor(&sandbox, &args, &ca_override);
+        // squid's default: CONNECT only to port 443.
+        let refusing = RecordingProxy::start();
+        let mut args = with_keys(&https_url);
+        args.extend(["--https-proxy", &refusing.url]);
+        let refused = doctor(&sandbox, &args, &ca_override);
+        let tunnels: Vec<String> = proxy.requests().iter().map(|r| format!("{} {}", r.method, r.target)).collect();
+        (trusted, untrusted, tunnelled, refused, tunnels, tls_port)
+    });
+    let (run, report) = trusted;
+    run.code(0);
+    assert_check(&report, "network.cloudformation", "ok", &["connected", "TLS verified with", "answered HTTP"], &[]);
+    assert_check(&report, "clock.offset", "ok", &[], &[]);
+
+    let (run, report) = untrusted;
+    run.code(1);
+    assert_check(
+        &report,
+        "network.cloudformation",
+        "failed",
+        &["the TLS handshake", "invalid peer certificate"],
+        &["REQUESTS_CA_BUNDLE", "CA_OVERRIDE"],
+    );
+
+    let (run, report) = tunnelled;
+    run.code(0);
+    assert_check(
+        &report,
+        "network.cloudformation",
+        "ok",
+        &["(from --https-proxy)", "tunnel opened", "TLS verified"],
+        &[],
+    );
+    assert_eq!(tunnels, [format!("CONNECT 127.0.0.1:{tls_port}")]);
+
+    let (run, report) = refused;
+    run.code(1);
+    assert_check(
+        &report,
+        "network.cloudformation",
+        "failed",
+        &[&format!("the proxy refused to open a tunnel to 127.0.0.1:{tls_port}: HTTP 403")],
+        &[&format!("allow CONNECT to 127.0.0.1:{tls_port}")],
+    );
 }

@@ -42,7 +42,8 @@ pub fn section(ctx: &Context) -> Vec<Check> {
             checks.push(Check::failed(
                 "credentials.source",
                 format!("resolving credentials did not end within {}", probe::seconds(limit)),
-                "check that the source configured (a profile's credential_process, STS, the container endpoint) answers",
+                "see the checks below; a source the environment names (a profile's credential_process, STS, the \
+                 container endpoint) must answer within seconds",
             ));
             // A role or the instance identity hangs on IMDS; keys and files do not.
             setup.credentials.credential_file.is_none() && setup.credentials.access_key.is_none()
@@ -194,7 +195,9 @@ fn imds_checks(ctx: &Context, imds: &Imds, role: Option<&str>) -> Vec<Check> {
         return vec![Check::skipped("credentials.imds", "not checked: doctor's run bound was reached")];
     };
     let token = match &token_outcome {
-        Ok(answer) if answer.status == 200 => Some(String::from_utf8_lossy(&answer.body).trim().to_string()),
+        // The token goes back in a header: anything but visible ASCII is not a token.
+        Ok(answer) if answer.status == 200 => Some(String::from_utf8_lossy(&answer.body).trim().to_string())
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic())),
         _ => None,
     };
     let header = token.as_ref().map(|t| format!("X-aws-ec2-metadata-token: {t}\r\n")).unwrap_or_default();
