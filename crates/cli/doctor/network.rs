@@ -353,6 +353,24 @@ mod tests {
     }
 
     #[test]
+    fn probes_past_the_run_bound_are_skipped_with_why() {
+        let ctx = Context {
+            conf_dir: std::path::PathBuf::from("/nonexistent"),
+            stack: Some("s".into()),
+            resource: None,
+            api: cfn_aws::ApiOptions { url: Some("http://127.0.0.1:1".into()), ..Default::default() },
+            region_given: false,
+            deadline: Instant::now(),
+        };
+        let checks = section(&ctx);
+        assert_eq!(checks[0].id, "network.cloudformation");
+        assert_eq!(checks[0].verdict, super::super::Verdict::Skipped);
+        assert_eq!(checks[0].found, "http://127.0.0.1:1/: not probed further: doctor's run bound was reached (direct)");
+        let credentials = super::super::credentials::section(&ctx);
+        assert!(credentials.iter().all(|c| c.verdict == super::super::Verdict::Skipped), "{credentials:?}");
+    }
+
+    #[test]
     fn download_urls_come_from_sources_and_files() {
         let metadata = serde_json::json!({"AWS::CloudFormation::Init": {
             "configSets": {"default": ["a"]},
