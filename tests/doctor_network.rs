@@ -328,7 +328,7 @@ fn https_is_checked_with_the_tools_trust_store_directly_and_through_a_tunnel() {
         let sandbox = Sandbox::new();
         let (ca, server_cert, key) = private_ca(sandbox.dir.path());
         let tls_port = free_port();
-        let emulator = Emulator::start_at(
+        let _emulator = Emulator::start_at(
             &[
                 "--port",
                 "5000",
