@@ -393,3 +393,55 @@ fn https_is_checked_with_the_tools_trust_store_directly_and_through_a_tunnel() {
         &[&format!("allow CONNECT to 127.0.0.1:{tls_port}")],
     );
 }
+
+#[test]
+fn cfn_hup_s_credential_file_and_role_are_checked() {
+    let (open_file, file, wrong_role, right_role) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        let sandbox = Sandbox::new();
+        let conf = sandbox.path("etc/cfn-hup.conf");
+        let main = |extra: &str| {
+            std::fs::write(&conf, format!("[main]\nstack=doctor-stack\nurl={}\n{extra}", emulator.url)).unwrap()
+        };
+        let file = sandbox.credential_file(0o640, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
+        main(&format!("credential-file={}\n", file.display()));
+        let open_file = doctor(&sandbox, &[], &[]);
+        main("role=wrong-role\n");
+        let wrong_role = doctor(&sandbox, &[], &[]);
+        main("role=emulator-role\n");
+        let right_role = doctor(&sandbox, &[], &[]);
+        (open_file, file, wrong_role, right_role)
+    });
+    let (run, report) = open_file;
+    run.code(1);
+    assert_check(
+        &report,
+        "credentials.source",
+        "failed",
+        &["Credential file cannot be accessible by group or other"],
+        &[&format!("chmod 600 {}", file.display())],
+    );
+
+    let (run, report) = wrong_role;
+    run.code(1);
+    assert_check(&report, "credentials.source", "failed", &["Could not retrieve credentials for role wrong-role"], &[]);
+    assert_check(
+        &report,
+        "credentials.role",
+        "failed",
+        &["wrong-role is not the instance profile's role (emulator-role)"],
+        &["set the role to emulator-role"],
+    );
+
+    let (run, report) = right_role;
+    assert_check(
+        &report,
+        "credentials.source",
+        "ok",
+        &["keys ASIA… from role emulator-role (role in cfn-hup.conf), from the instance metadata service"],
+        &[],
+    );
+    assert_check(&report, "credentials.role", "ok", &["emulator-role is the instance profile's role"], &[]);
+    assert!(!run.stdout.contains("ASIAEMULATORROLEKEY1"), "never the whole key id\n{run}");
+    run.code(0);
+}

@@ -12,12 +12,24 @@ use super::setup::Setup;
 use super::{Check, Context};
 use cfn_aws::Imds;
 use cfn_aws::credentials::{self, CredentialError, CredentialFileError, Signer, Source};
+use cfn_aws::imds::ImdsError;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The precedence the tools follow, as the checks name it.
-const ORDER: &str = "--credential-file, --role, --access-key/--secret-key, AWS_PROFILE, web identity, \
-                     the container endpoint, then the instance identity";
+/// The precedence the tools follow, as the checks name it: cfn-init's options, or
+/// cfn-hup's configuration (where `role` comes first), then the environment's sources.
+fn order(setup: &Setup) -> &'static str {
+    match setup.hup {
+        Some(_) => {
+            "role and credential-file in cfn-hup.conf, AWS_PROFILE, web identity, the container endpoint, \
+                    then the instance identity"
+        }
+        None => {
+            "--credential-file, --role, --access-key/--secret-key, AWS_PROFILE, web identity, the container \
+                 endpoint, then the instance identity"
+        }
+    }
+}
 
 pub fn section(ctx: &Context) -> Vec<Check> {
     let setup = Setup::of(ctx);
@@ -50,11 +62,21 @@ pub fn section(ctx: &Context) -> Vec<Check> {
         }
         Some(Ok(resolved)) => {
             checks.push(Check::ok("credentials.source", describe(&setup, resolved)));
-            matches!(resolved, Resolved::InstanceIdentity) || setup.credentials.role.is_some()
+            // A role is read from IMDS unless a credential file comes first.
+            let role = setup.credentials.role.is_some() && setup.credentials.credential_file.is_none();
+            matches!(resolved, Resolved::InstanceIdentity) || role
         }
-        Some(Err(e)) => {
+        Some(Err(Unresolved::Chain(e))) => {
             checks.push(failure(&setup, e));
             matches!(e, CredentialError::NoCredentials | CredentialError::Role { .. })
+        }
+        Some(Err(Unresolved::Identity(e))) => {
+            checks.push(Check::failed(
+                "credentials.source",
+                format!("the instance identity would sign, but its document cannot be read: {e}"),
+                "see credentials.imds",
+            ));
+            true
         }
     };
     if uses_imds {
@@ -82,20 +104,24 @@ enum Origin {
     Environment(String),
 }
 
-fn resolve(options: &credentials::CredentialOptions, imds: &Imds) -> Result<Resolved, CredentialError> {
-    let source = credentials::choose(options, imds)?;
+/// Why the chain gave nothing to sign with.
+enum Unresolved {
+    Chain(CredentialError),
+    /// The instance identity was chosen, but its document could not be read.
+    Identity(ImdsError),
+}
+
+fn resolve(options: &credentials::CredentialOptions, imds: &Imds) -> Result<Resolved, Unresolved> {
+    let source = credentials::choose(options, imds).map_err(Unresolved::Chain)?;
     let origin = match &source {
         Source::Provided(provided) => Origin::Environment(provided.source().to_string()),
         Source::Fixed(_) => Origin::Given,
     };
-    match source.signer()? {
+    match source.signer().map_err(Unresolved::Chain)? {
         Signer::SigV4(keys) => Ok(Resolved::Keys { source: origin, key: keys.access_key.chars().take(4).collect() }),
         Signer::InstanceIdentity => {
             // What signing needs: the identity document and its signature.
-            imds.identity_authorization().map_err(|e| CredentialError::Provider {
-                from: "the instance identity".into(),
-                reason: e.to_string(),
-            })?;
+            imds.identity_authorization().map_err(Unresolved::Identity)?;
             Ok(Resolved::InstanceIdentity)
         }
     }
@@ -140,7 +166,9 @@ fn failure(setup: &Setup, e: &CredentialError) -> Check {
             return Check::failed(
                 id,
                 format!(
-                    "no credential source: none is configured ({ORDER}), and the instance metadata service does not answer (not on EC2?)"
+                    "no credential source: none is configured ({}), and the instance metadata service does not \
+                     answer (not on EC2?)",
+                    order(setup)
                 ),
                 format!(
                     "give {file} (mode 0600) or {role} (an instance profile's role), or AWS_PROFILE, or run on an EC2 instance"
