@@ -10,10 +10,15 @@
 
 mod api;
 mod check;
+mod clock;
+mod credentials;
 mod hup_config;
 mod init;
 mod install;
+mod network;
+mod probe;
 mod service;
+mod setup;
 
 pub use check::{Check, Verdict};
 
@@ -59,7 +64,16 @@ impl Context {
 /// A group of checks, run in this order.
 type Section = fn(&Context) -> Vec<Check>;
 
-const SECTIONS: &[Section] = &[install::checks, hup_config::checks, service::checks, api::checks, init::checks];
+const SECTIONS: &[Section] = &[
+    install::checks,
+    hup_config::checks,
+    service::checks,
+    credentials::checks,
+    network::checks,
+    clock::checks,
+    api::checks,
+    init::checks,
+];
 
 pub fn command() -> Command {
     let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {

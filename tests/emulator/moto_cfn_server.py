@@ -20,7 +20,9 @@ Usage (needs `pip install 'moto[server]'`, tested with moto 5.2.5 / Python 3.11)
                               GET|POST|DELETE /_emu/faults (fault injection), GET /_emu/events
                               (command event PUTs), GET /_emu/leaders (command leaders),
                               GET /_emu/listeners (registered command listeners),
-                              POST /_emu/reset (forget signals/tokens/journal/faults/events/leaders)
+                              GET|POST /_emu/settings (date_offset_seconds: shifts the Date header),
+                              POST /_emu/reset (forget signals/tokens/journal/faults/events/leaders,
+                              settings back to their defaults)
 
 What it adds on top of stock moto (everything else is passed to moto unchanged):
   * DescribeStackResource returns Metadata (template Metadata with Ref/Fn::* resolved by
@@ -90,7 +92,13 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     a path prefix (e.g. /latest/ for IMDS) get the given error (rendered like real
     CloudFormation errors, or a verbatim body), optionally after a delay; a rule may be
     limited to a time window ("after" seconds from now, "for" seconds) and may answer a
-    matching request only with a given "probability" (flapping services, soak tests).
+    matching request only with a given "probability" (flapping services, soak tests). A path
+    rule with a "delay" longer than the client's timeout makes a request time out, e.g. the
+    IMDSv2 token PUT while GETs are answered (what a metadata hop limit of 1 does in a container).
+  * Settings (POST /_emu/settings, a JSON object; GET shows them; reset by /_emu/reset):
+    "date_offset_seconds" shifts the Date header of every answer on the main port (and
+    --tls-port) by that many seconds, as if the service's clock were that far ahead (negative:
+    behind) - for clock-skew checks.
 """
 import argparse
 import base64
@@ -1419,7 +1427,16 @@ class CfnEmulator:
                     STATE["faults"].clear()
                 drop_ended_faults()
                 out = STATE["faults"]
+            elif path == "/_emu/settings" and method in ("GET", "POST"):
+                if method == "POST":
+                    try:
+                        update_settings(body)
+                    except ValueError as e:
+                        return self._respond(start_response, 400, "application/json", json.dumps({"error": str(e)}))
+                out = SETTINGS
             elif path == "/_emu/reset" and method == "POST":
+                SETTINGS.clear()
+                SETTINGS.update(SETTINGS_DEFAULTS)
                 STATE["signals"].clear()
                 STATE["tokens"].clear()
                 STATE["journal"].clear()
@@ -1430,6 +1447,31 @@ class CfnEmulator:
             else:
                 return self._respond(start_response, 404, "application/json", '{"error":"not found"}')
             return self._respond(start_response, 200, "application/json", json.dumps(out, default=json_default))
+
+
+SETTINGS_DEFAULTS = {"date_offset_seconds": 0}
+SETTINGS = dict(SETTINGS_DEFAULTS)
+
+
+def update_settings(body):
+    """Validates a POST /_emu/settings object and applies it whole (or nothing)."""
+    given = json.loads(body or b"{}")
+    if not isinstance(given, dict):
+        raise ValueError("settings must be a JSON object")
+    for key, value in given.items():
+        if key not in SETTINGS_DEFAULTS:
+            raise ValueError(f"unknown setting {key!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{key!r} must be a number")
+    SETTINGS.update(given)
+
+
+class EmulatorRequestHandler(MotoRequestHandler):
+    """moto's handler, with the Date header shifted by the date_offset_seconds setting."""
+
+    def date_time_string(self, timestamp=None):
+        return super().date_time_string((time.time() if timestamp is None else timestamp)
+                                        + SETTINGS["date_offset_seconds"])
 
 
 def refresh_keys():
@@ -1492,10 +1534,10 @@ def main(argv=None):
     print(f"moto_cfn_server listening on http://{a.host}:{a.port} (sigv4 validation: {a.validate_sigv4})",
           flush=True)
     if a.tls_port:
-        tls = make_server(a.host, a.tls_port, app, threaded=True, request_handler=MotoRequestHandler,
+        tls = make_server(a.host, a.tls_port, app, threaded=True, request_handler=EmulatorRequestHandler,
                           ssl_context=(a.tls_cert, a.tls_key))
         threading.Thread(target=tls.serve_forever, daemon=True).start()
-    run_simple(a.host, a.port, app, threaded=True, request_handler=MotoRequestHandler)
+    run_simple(a.host, a.port, app, threaded=True, request_handler=EmulatorRequestHandler)
 
 
 if __name__ == "__main__":

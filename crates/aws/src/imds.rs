@@ -107,6 +107,16 @@ impl Imds {
         }
     }
 
+    /// The service's base URL (`http://169.254.169.254` unless moved), for diagnostics.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Whether `AWS_EC2_METADATA_DISABLED` turned the service off.
+    pub fn is_disabled(&self) -> bool {
+        self.disabled
+    }
+
     fn session(&self) -> std::sync::MutexGuard<'_, Session> {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
