@@ -155,7 +155,11 @@ impl Checker<'_> {
     }
 
     fn push(&mut self, severity: Severity, code: &'static str, place: &Place, message: String, help: Option<String>) {
-        let line = place.text.line_of(place.offset);
+        // A quoted word starts at its quote, which may be in the piece before its text.
+        let after = place.text.text.get(place.offset..).unwrap_or("");
+        let skip = after.find(place.needle).filter(|n| !place.needle.is_empty() && *n < 4096).unwrap_or(0);
+        let offset = place.offset + skip;
+        let line = place.text.line_of(offset);
         let position = line.map(|line| {
             let source_line = self.source.lines().nth(line - 1).unwrap_or("");
             // Under the word when the template line shows it, else under the line's text.
@@ -545,7 +549,7 @@ mod tests {
         let lines = key_lines("[main]\nstack=a\n[h]\n  cont=x\nPath = y\n");
         assert_eq!(
             lines,
-            vec![("main".to_string(), "stack".to_string(), 7), ("h".to_string(), "path".to_string(), 26)]
+            vec![("main".to_string(), "stack".to_string(), 7), ("h".to_string(), "path".to_string(), 28)]
         );
     }
 }
