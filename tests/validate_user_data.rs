@@ -281,3 +281,93 @@ fn several_templates_in_one_run() {
     // Each alone: exit 0 for the good one.
     sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&good).run().code(0);
 }
+
+/// The `cfn-bootstrap validate` command lines of the fenced blocks of `markdown`, as a
+/// shell or a CI job runs them (`run: …`, `- …`).
+fn documented_commands(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let command = line.trim().trim_start_matches("- ").trim_start_matches("run: ");
+        if fenced && command.starts_with("cfn-bootstrap validate") {
+            found.push(command.to_string());
+        }
+    }
+    found
+}
+
+/// The value of `key:` in the hook definition (one hook, flat keys).
+fn hook_value(hooks: &str, key: &str) -> String {
+    let prefix = format!("{key}: ");
+    let line = hooks.lines().map(|l| l.trim().trim_start_matches("- ")).find(|l| l.starts_with(&prefix));
+    line.unwrap_or_else(|| panic!("no {key} in .pre-commit-hooks.yaml")).trim_start_matches(&prefix).to_string()
+}
+
+#[test]
+fn the_ci_documents_commands_pass_on_a_clean_template_and_fail_on_a_mistake() {
+    let guide = std::fs::read_to_string(workspace().join("docs/validate-in-ci.md")).unwrap();
+    let commands = documented_commands(&guide);
+    assert_eq!(commands.len(), 3, "the page's command lines: {commands:?}");
+    let hooks = std::fs::read_to_string(workspace().join(".pre-commit-hooks.yaml")).unwrap();
+    assert_eq!(hook_value(&hooks, "id"), "cfn-bootstrap-validate");
+    assert_eq!(hook_value(&hooks, "pass_filenames"), "true");
+    // pre-commit runs the entry's words with the file names after them, without a shell.
+    let entry = hook_value(&hooks, "entry");
+    let pattern = hook_value(&hooks, "files");
+
+    let sandbox = sandbox();
+    let root = sandbox.path("repo");
+    std::fs::create_dir_all(root.join("templates")).unwrap();
+    let fixed = |name: &str| edit(&sample(name), "path=", "LaunchConfig", "Instance");
+    std::fs::write(root.join("templates/web.yaml"), fixed("InstanceWithCfnInit.yaml")).unwrap();
+    std::fs::write(root.join("templates/db.json"), fixed("InstanceWithCfnInit.json")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", sandbox.path("bin").display());
+    let shell = |command: &str| {
+        let script = format!("cd '{}' && {command}", root.display());
+        sandbox.cmd_via("/bin/sh", "sh").arg("-c").arg(script).env("PATH", &path).run()
+    };
+    let hook = |files: &[&str]| {
+        let words: Vec<&str> = entry.split_whitespace().collect();
+        let command = sandbox.cmd(words[0]).args(&words[1..]).args(files.iter().map(|f| root.join(f)));
+        command.run()
+    };
+    // pre-commit's `files` is a Python regular expression, searched in each staged path.
+    let matches = |file: &str| {
+        let check = "import re, sys; sys.exit(0 if re.search(sys.argv[1], sys.argv[2]) else 1)";
+        let status =
+            std::process::Command::new(emulator_python()).args(["-c", check, &pattern, file]).status().unwrap();
+        status.success()
+    };
+    for file in ["templates/web.yaml", "templates/db.json", "infra/cloudformation/app.yml", "cfn/x.template"] {
+        assert!(matches(file), "{pattern} does not take {file}");
+    }
+    for file in [".github/workflows/ci.yaml", "docker-compose.yml", "package.json"] {
+        assert!(!matches(file), "{pattern} takes {file}, which is not a template");
+    }
+
+    for command in &commands {
+        shell(command).code(0);
+    }
+    hook(&["templates/web.yaml", "templates/db.json"]).code(0);
+    let sarif: Value = serde_json::from_str(&std::fs::read_to_string(root.join("validate.sarif")).unwrap()).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
+
+    // A mistake in one template: every one of them fails, and the SARIF names its place.
+    let bad = sample("InstanceWithCfnInit.yaml");
+    std::fs::write(root.join("templates/bad.yaml"), &bad).unwrap();
+    for command in &commands[1..] {
+        shell(command).code(1);
+    }
+    hook(&["templates/web.yaml", "templates/bad.yaml"]).code(1).stdout_has("error[E060]");
+    let sarif: Value = serde_json::from_str(&std::fs::read_to_string(root.join("validate.sarif")).unwrap()).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    let (line, _) = place_of(&bad, "cfn-auto-reloader-hook", "Resources.LaunchConfig");
+    assert_eq!(result["ruleId"], "E060");
+    assert_eq!(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "templates/bad.yaml");
+    assert_eq!(result["locations"][0]["physicalLocation"]["region"]["startLine"], line);
+}

@@ -227,9 +227,8 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
         Some(resource) => vec![resource],
         None => rendered.0.resources_with_init().into_iter().map(String::from).collect(),
     };
-    if resources.is_empty() {
-        return failed(&format!("no resource of {path} has AWS::CloudFormation::Init in its Metadata"));
-    }
+    // A template without Init has nothing for those checks, which is no error for a linter
+    // run on every template of a repository; its user data is still read.
     let inputs = render::inputs(matches, text("region"));
     let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
     let mut findings = duplicates(&rendered.1);
