@@ -223,7 +223,13 @@ impl Flattener<'_> {
 
     /// `Fn::Sub`'s string at `pointer`: its text, its variables given a value by
     /// `variables` (a literal, or flattened in turn) or left as `${Name}`.
-    fn sub(&mut self, text: &str, pointer: &str, variables: Option<(&serde_json::Map<String, Value>, &str)>, depth: usize) {
+    fn sub(
+        &mut self,
+        text: &str,
+        pointer: &str,
+        variables: Option<(&serde_json::Map<String, Value>, &str)>,
+        depth: usize,
+    ) {
         let (start, block) = self.start(pointer, text);
         let mut newlines = 0;
         for part in crate::sub::parts(text) {
@@ -284,7 +290,10 @@ mod tests {
     fn join_items_are_at_their_own_lines_and_refs_are_placeholders() {
         let source = "Resources:\n  I:\n    Type: AWS::EC2::LaunchTemplate\n    Properties:\n      LaunchTemplateData:\n        UserData: !Base64\n          Fn::Join:\n            - ''\n            - - \"cfn-init -s \"\n              - !Ref AWS::StackName\n              - \" -r I --region \"\n              - Ref: AWS::Region\n              - !GetAtt [Db, Endpoint.Address]\n              - !Sub ' ${Handle} ${!Literal}'\n";
         let text = first(source);
-        assert_eq!(text.text, "cfn-init -s ${AWS::StackName} -r I --region ${AWS::Region}${Db.Endpoint.Address} ${Handle} ${Literal}");
+        assert_eq!(
+            text.text,
+            "cfn-init -s ${AWS::StackName} -r I --region ${AWS::Region}${Db.Endpoint.Address} ${Handle} ${Literal}"
+        );
         assert_eq!(line(&text, "cfn-init"), 9);
         assert_eq!(line(&text, "${AWS::StackName}"), 10);
         assert_eq!(line(&text, "-r I"), 11);
@@ -321,7 +330,9 @@ mod tests {
             let below = format!("${{V{}}}", level - 1).repeat(16);
             variables = format!("{{\"V{level}\": {{\"Fn::Sub\": [\"{below}\", {variables}]}}}}");
         }
-        let source = format!("{{\"Resources\": {{\"I\": {{\"Type\": \"AWS::EC2::Instance\", \"Properties\": {{\"UserData\": {{\"Fn::Base64\": {{\"Fn::Sub\": [\"${{V5}}\", {variables}]}}}}}}}}}}}}");
+        let source = format!(
+            "{{\"Resources\": {{\"I\": {{\"Type\": \"AWS::EC2::Instance\", \"Properties\": {{\"UserData\": {{\"Fn::Base64\": {{\"Fn::Sub\": [\"${{V5}}\", {variables}]}}}}}}}}}}}}"
+        );
         let text = first(&source);
         assert!(text.truncated);
         assert_eq!(text.text.len(), MAX_TEXT);
