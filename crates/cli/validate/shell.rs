@@ -302,11 +302,12 @@ impl Reader<'_> {
 }
 
 /// Words before the command word that only set up how it runs: assignments, reserved
-/// words and the runners that take a command (`sudo -E cfn-init`).
+/// words, the runners that take a command (`sudo cfn-init`), and the `-` of a
+/// cloud-config `runcmd` item (`- /opt/aws/bin/cfn-init -v …`).
 fn is_prefix(word: &str) -> bool {
     const PREFIXES: &[&str] = &[
-        "if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "sudo", "exec", "time", "nohup", "env",
-        "command",
+        "if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "-", "sudo", "exec", "time", "nohup",
+        "env", "command",
     ];
     let assignment = word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
@@ -398,6 +399,17 @@ mod tests {
                 .map(|c| (c.tool, c.arguments.iter().map(|w| w.text.as_str()).collect::<Vec<_>>()))
                 .collect::<Vec<_>>(),
             vec![("cfn-init", vec!["-r", "R"]), ("cfn-signal", vec!["-e", "0", "--resource", "G"])]
+        );
+    }
+
+    #[test]
+    fn a_cloud_config_runcmd_item_is_a_command() {
+        let script = "#cloud-config\nruncmd:\n  - /opt/aws/bin/cfn-init -v -r R --configsets a,b\n";
+        let calls = calls(script);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            calls[0].arguments.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(),
+            ["-v", "-r", "R", "--configsets", "a,b"]
         );
     }
 

@@ -62,6 +62,9 @@ pub fn configsets_named_by_user_data(template: &Template, source: &str) -> BTree
     let mut named: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for call in found.as_array().into_iter().flatten() {
         let (Some(resource), Some(sets)) = (call["resource"].as_str(), call["configsets"].as_array()) else { continue };
+        if unknown(resource) {
+            continue;
+        }
         let list = named.entry(resource.to_string()).or_default();
         for set in sets.iter().filter_map(Value::as_str) {
             if !list.iter().any(|s| s == set) {
@@ -526,6 +529,46 @@ fn key_lines(text: &str) -> Vec<(String, String, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(source: &str) -> (Vec<(&'static str, usize)>, BTreeMap<String, Vec<String>>) {
+        let template = Template::parse("t.yaml", source).unwrap();
+        let (findings, _) = check(&template, source);
+        let codes = findings.iter().map(|(f, at)| (f.code, at.map_or(0, |p| p.0))).collect();
+        (codes, configsets_named_by_user_data(&template, source))
+    }
+
+    /// A launch configuration whose user data runs cfn-init on itself and signals its group.
+    fn group(creation_policy: &str, signalled: &str) -> String {
+        format!(
+            "Resources:\n  Group:\n    Type: AWS::AutoScaling::AutoScalingGroup\n{creation_policy}    Properties:\n      LaunchConfigurationName: !Ref Config\n  Config:\n    Type: AWS::AutoScaling::LaunchConfiguration\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets:\n          setup: [a]\n          other: [a]\n        a: {{}}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n          #!/bin/bash\n          /opt/aws/bin/cfn-init -s ${{AWS::StackName}} -r Config --configsets setup,other --region ${{AWS::Region}}\n          /opt/aws/bin/cfn-signal -e $? --stack ${{AWS::StackName}} --resource {signalled} --region ${{AWS::Region}}\n"
+        )
+    }
+
+    #[test]
+    fn a_launch_configuration_signals_its_group_and_names_its_configsets() {
+        let policy = "    CreationPolicy:\n      ResourceSignal:\n        Count: 2\n";
+        let (findings, named) = run(&group(policy, "Group"));
+        assert_eq!(findings, vec![]);
+        assert_eq!(named, BTreeMap::from([("Config".to_string(), vec!["setup".to_string(), "other".to_string()])]));
+        // Rolling updates that wait for signals take them too.
+        let update = "    UpdatePolicy:\n      AutoScalingRollingUpdate:\n        WaitOnResourceSignals: true\n";
+        assert_eq!(run(&group(update, "Group")).0, vec![]);
+        // Neither: the signal is refused; and the launch configuration itself never waits.
+        let at_signal = |source: &str| source[..source.find("cfn-signal").unwrap()].matches('\n').count() + 1;
+        let source = group("", "Group");
+        assert_eq!(run(&source).0, vec![("E064", at_signal(&source))]);
+        let source = group(policy, "Config");
+        assert_eq!(run(&source).0, vec![("E064", at_signal(&source))]);
+    }
+
+    #[test]
+    fn values_a_stack_or_the_shell_gives_are_not_judged() {
+        let source = "Parameters:\n  Sets: {Type: String}\nResources:\n  I:\n    Type: AWS::EC2::Instance\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets: {a: [c]}\n        c: {}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n          R=I\n          cfn-init -s $STACK -r $R -c ${Sets} --region $(region)\n          cfn-init -s ${AWS::StackId} -r I -c a --region eu-west-3\n          cfn-init -r I -c a --bogus\n          cfn-init -r I --bogus $X\n";
+        let (findings, named) = run(source);
+        assert_eq!(findings, vec![("E063", 16)]);
+        // The call on `-r $R` names a resource only the shell knows: it is not counted.
+        assert_eq!(named, BTreeMap::from([("I".to_string(), vec!["a".to_string()])]));
+    }
 
     #[test]
     fn region_names() {
