@@ -570,6 +570,30 @@ mod tests {
         assert_eq!(named, BTreeMap::from([("I".to_string(), vec!["a".to_string()])]));
     }
 
+    proptest::proptest! {
+        /// Any script of the tools' words, in a block scalar: no panic, and every finding
+        /// on a line of the script.
+        #[test]
+        fn any_script_is_checked_without_panic(
+            lines in proptest::collection::vec(proptest::collection::vec(
+                "(cfn-init|cfn-signal|cfn-hup|/opt/aws/bin/cfn-init|-r|-s|-c|-e|--resource|--stack|--region|--configsets=a,b|-ca|--url|I|H|Nope|a|b,Nope|\\$\\{AWS::Region\\}|\\$\\{H\\}|\\$X|'|\"|;|&&|\\\\|#|\\$\\(|\\)|us-east-1|x-y)",
+                0..10,
+            ), 1..8),
+        ) {
+            let script: Vec<String> = lines.iter().map(|words| format!("          {}", words.join(" "))).collect();
+            let source = format!(
+                "Resources:\n  H:\n    Type: AWS::CloudFormation::WaitConditionHandle\n  I:\n    Type: AWS::EC2::Instance\n    CreationPolicy: {{}}\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets: {{a: [c]}}\n        c: {{}}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n{}\n",
+                script.join("\n")
+            );
+            let Ok(template) = Template::parse("t.yaml", &source) else { return Ok(()) };
+            let (findings, _) = check(&template, &source);
+            for (_, at) in findings {
+                let (line, _) = at.expect("a place");
+                proptest::prop_assert!((14..14 + lines.len()).contains(&line), "line {line}\n{source}");
+            }
+        }
+    }
+
     #[test]
     fn region_names() {
         for good in ["us-east-1", "eu-central-2", "us-gov-west-1", "us-isob-east-1", "ap-southeast-10"] {

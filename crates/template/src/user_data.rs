@@ -322,6 +322,51 @@ mod tests {
         assert_eq!(found[1].script.line_of(11), Some(10));
     }
 
+    /// A user-data value: strings, Refs, GetAtts and other functions, in Subs and Joins.
+    fn user_data_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        use serde_json::json;
+        let leaf = prop_oneof![
+            "[a-z \\n$#{}!'\"|-]{0,12}".prop_map(Value::from),
+            "(AWS::Region|X|Y)".prop_map(|name| json!({"Ref": name})),
+            Just(json!({"Fn::GetAtt": ["A", "B"]})),
+            Just(json!({"Fn::If": ["C", "a", "b"]})),
+            any::<i32>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                ("[a-z ]{0,3}", prop::collection::vec(inner.clone(), 0..6))
+                    .prop_map(|(delimiter, items)| json!({"Fn::Join": [delimiter, items]})),
+                "[a-z$\\n {}!]{0,20}".prop_map(|text| json!({"Fn::Sub": text})),
+                ("[a-z${}X\\n]{0,20}", inner.clone()).prop_map(|(text, x)| json!({"Fn::Sub": [text, {"X": x}]})),
+                prop::collection::vec(inner, 0..3).prop_map(Value::from),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Never a panic, and every piece on a line of the template, written compact or
+        /// one value a line.
+        #[test]
+        fn flattening_never_panics_and_stays_in_the_template(value in user_data_value(), pretty: bool) {
+            let template = serde_json::json!({"Resources": {"I": {"Type": "AWS::EC2::Instance", "Properties": {"UserData": {"Fn::Base64": value}}}}});
+            let source = match pretty {
+                true => serde_json::to_string_pretty(&template).unwrap(),
+                false => serde_json::to_string(&template).unwrap(),
+            };
+            let parsed = Template::parse("t", &source).unwrap();
+            let lines = source.lines().count();
+            for script in scripts(&parsed, &source) {
+                proptest::prop_assert!(script.script.text.len() <= MAX_TEXT);
+                for offset in 0..script.script.text.len() {
+                    if let Some(line) = script.script.line_of(offset) {
+                        proptest::prop_assert!((1..=lines).contains(&line), "line {line} of {lines}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn repeated_variables_are_cut_at_the_bound() {
         // Each level repeats the one below 16 times: 16^6 copies of "x" if nothing stopped it.
