@@ -530,7 +530,10 @@ fn key_lines(text: &str) -> Vec<(String, String, usize)> {
 mod tests {
     use super::*;
 
-    fn run(source: &str) -> (Vec<(&'static str, usize)>, BTreeMap<String, Vec<String>>) {
+    /// Each finding's code and line.
+    type Codes = Vec<(&'static str, usize)>;
+
+    fn run(source: &str) -> (Codes, BTreeMap<String, Vec<String>>) {
         let template = Template::parse("t.yaml", source).unwrap();
         let (findings, _) = check(&template, source);
         let codes = findings.iter().map(|(f, at)| (f.code, at.map_or(0, |p| p.0))).collect();
