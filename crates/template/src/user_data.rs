@@ -94,13 +94,14 @@ const USER_DATA: &[(&str, &str)] = &[
 /// template order; `source` is the text the template was parsed from.
 pub fn scripts(template: &Template, source: &str) -> Vec<UserData> {
     let Some(resources) = template.value().get("Resources").and_then(Value::as_object) else { return Vec::new() };
+    let lines: Vec<&str> = source.lines().collect();
     let mut found = Vec::new();
     for (name, resource) in resources {
         let kind = resource.get("Type").and_then(Value::as_str).unwrap_or("");
         let Some((_, within)) = USER_DATA.iter().find(|(t, _)| *t == kind) else { continue };
         let Some(value) = resource.pointer(within) else { continue };
         let pointer = format!("/Resources/{}{within}", escape(name));
-        let mut flattener = Flattener { template, lines: source.lines().collect(), out: Text::default() };
+        let mut flattener = Flattener { template, lines: &lines, out: Text::default() };
         match value.as_object().and_then(|m| m.get("Fn::Base64")) {
             Some(inner) => flattener.value(inner, &format!("{pointer}/Fn::Base64"), 0),
             // Already encoded: its text, when it is base64 of UTF-8.
@@ -118,7 +119,8 @@ pub fn scripts(template: &Template, source: &str) -> Vec<UserData> {
 
 /// `value` (a string, `Fn::Sub`, `Fn::Join`, …) at `pointer` flattened into one text.
 pub fn flatten(template: &Template, source: &str, value: &Value, pointer: &str) -> Text {
-    let mut flattener = Flattener { template, lines: source.lines().collect(), out: Text::default() };
+    let lines: Vec<&str> = source.lines().collect();
+    let mut flattener = Flattener { template, lines: &lines, out: Text::default() };
     flattener.value(value, pointer, 0);
     flattener.out
 }
@@ -130,7 +132,8 @@ pub fn escape(segment: &str) -> String {
 
 struct Flattener<'a> {
     template: &'a Template,
-    lines: Vec<&'a str>,
+    /// The template's text by line, to tell a block scalar.
+    lines: &'a [&'a str],
     out: Text,
 }
 
