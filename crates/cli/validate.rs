@@ -5,6 +5,13 @@
 //! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
 //! metadata could not be read), 2 for a usage error.
 
+mod shell;
+mod user_data;
+
+// What tells `validate` without -c which configSets a resource runs.
+#[allow(unused_imports)]
+pub use user_data::configsets_named_by_user_data;
+
 use crate::init::{self, ReadError};
 use crate::options;
 use crate::render::{self, TEMPLATE};
@@ -14,7 +21,7 @@ use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
 use cfn_template::Template;
-use clap::{Arg, ArgMatches, Command, ValueHint};
+use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,7 +51,10 @@ pub fn command() -> Command {
                 .value_hint(ValueHint::FilePath)
                 .help("A metadata file, or - for standard input"),
         )
-        .arg(render::template_arg().conflicts_with_all(["file", "stack_name"]))
+        .arg(
+            // Several templates at once (`-t a.yaml b.yaml`, as pre-commit passes them).
+            render::template_arg().num_args(1..).action(ArgAction::Append).conflicts_with_all(["file", "stack_name"]),
+        )
         .arg(value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'))
         .arg(
             value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
@@ -88,12 +98,14 @@ pub struct Input {
     /// The template `text` is, when the metadata was rendered from one: findings are
     /// placed by its positions.
     pub template: Option<Template>,
+    /// What the template's user data and cfn-hup files ask for (the calls found).
+    pub found: Option<Value>,
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
-    if let Some(path) = text(TEMPLATE) {
-        return validate_template(matches, &path);
+    if let Some(paths) = matches.get_many::<String>(TEMPLATE) {
+        return validate_templates(matches, &paths.map(String::as_str).collect::<Vec<_>>());
     }
     let positionals: Vec<String> = text("file").into_iter().collect();
     let source = match init::choose_source(&positionals, text("stack_name"), text("logical_resource_id")) {
@@ -116,7 +128,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
         Ok(fetched) => {
             let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
-            let input = Input { name, uri, value: fetched.value, text: fetched.text, template: None };
+            let input = Input { name, uri, value: fetched.value, text: fetched.text, template: None, found: None };
             return report(&input, &validate(&input, &requested), format(matches));
         }
         Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
@@ -125,7 +137,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
                 MetadataSource::File(path) => std::fs::read_to_string(path).ok(),
                 _ => None,
             };
-            let input = Input { name, uri, value: Value::Null, text, template: None };
+            let input = Input { name, uri, value: Value::Null, text, template: None, found: None };
             let finding = Finding {
                 severity: Severity::Error,
                 code: "E001",
@@ -174,6 +186,17 @@ fn duplicates(text: &str) -> Vec<Finding> {
 
 /// The checks of the Init in `metadata`.
 fn check_init(metadata: &Value, requested: &[String]) -> Vec<Finding> {
+    // An empty Init is not truthy: cfn-init says it found none and exits 0 (INIT-CLI-07).
+    if metadata.get("AWS::CloudFormation::Init").is_some_and(|init| init.as_object().is_some_and(|m| m.is_empty())) {
+        return vec![Finding {
+            severity: Severity::Warning,
+            code: "W062",
+            message: "AWS::CloudFormation::Init is empty: cfn-init finds nothing to run and exits 0".into(),
+            pointer: "/AWS::CloudFormation::Init".into(),
+            target: Target::Value,
+            help: None,
+        }];
+    }
     match InitDocument::parse(metadata) {
         Ok(document) => checks::check(metadata, &document, requested),
         Err(e) => vec![Finding {
@@ -190,11 +213,11 @@ fn check_init(metadata: &Value, requested: &[String]) -> Vec<Finding> {
 /// `-t`: the Metadata of `-r`, or of every resource with Init, rendered and checked; the
 /// findings point into the template (`/Resources/<R>/Metadata/...`), and a JSON
 /// template's duplicate keys are found wherever they are.
-fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
+fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Located>), ExitCode> {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
     let failed = |message: &str| {
         eprintln!("cfn-bootstrap validate: {message}");
-        ExitCode::FAILURE
+        Err(ExitCode::FAILURE)
     };
     let rendered = match render::read_template(path) {
         Ok(rendered) => rendered,
@@ -204,9 +227,8 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
         Some(resource) => vec![resource],
         None => rendered.0.resources_with_init().into_iter().map(String::from).collect(),
     };
-    if resources.is_empty() {
-        return failed(&format!("no resource of {path} has AWS::CloudFormation::Init in its Metadata"));
-    }
+    // A template without Init has nothing for those checks, which is no error for a linter
+    // run on every template of a repository; its user data is still read.
     let inputs = render::inputs(matches, text("region"));
     let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
     let mut findings = duplicates(&rendered.1);
@@ -223,17 +245,73 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
         );
     }
     let (template, source) = rendered;
+    let (from_user_data, found) = user_data::check(&template, &source);
     let input = Input {
         name: path.to_string(),
         uri: (path != "-").then(|| path.to_string()),
         value: Value::Null,
         text: Some(source),
         template: Some(template),
+        found: Some(found),
     };
-    report(&input, &findings, format(matches))
+    let located = locate(&input, &findings, from_user_data);
+    Ok((input, located))
+}
+
+/// `-t` with one template or several: each checked, printed as one document (a JSON
+/// array, one SARIF run), and the exit status of the worst.
+fn validate_templates(matches: &ArgMatches, paths: &[&str]) -> ExitCode {
+    let format = format(matches);
+    if let [path] = paths {
+        return match validate_template(matches, path) {
+            Ok((input, located)) => print(&input, &located, format),
+            Err(code) => code,
+        };
+    }
+    let mut failed = false;
+    let mut checked = Vec::new();
+    for path in paths {
+        match validate_template(matches, path) {
+            Ok(one) => checked.push(one),
+            Err(_) => failed = true,
+        }
+    }
+    let out = match format {
+        "json" => format!("{:#}\n", Value::Array(checked.iter().map(|(i, f)| as_json(i, f)).collect())),
+        "sarif" => {
+            let mut documents = checked.iter().map(|(i, f)| as_sarif(i, f));
+            let mut first = documents.next().unwrap_or_else(|| as_sarif(&Input::empty(), &[]));
+            for document in documents {
+                let results = document["runs"][0]["results"].as_array().cloned().unwrap_or_default();
+                if let Some(all) = first["runs"][0]["results"].as_array_mut() {
+                    all.extend(results);
+                }
+            }
+            format!("{first:#}\n")
+        }
+        _ => checked.iter().map(|(i, f)| as_text(i, f)).collect(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+        return ExitCode::FAILURE;
+    }
+    let errors = checked.iter().any(|(_, f)| f.iter().any(|(f, _)| f.severity == Severity::Error));
+    if failed || errors { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+impl Input {
+    fn empty() -> Input {
+        Input { name: String::new(), uri: None, value: Value::Null, text: None, template: None, found: None }
+    }
 }
 
 fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
+    print(input, &locate(input, findings, Vec::new()), format)
+}
+
+/// Each finding with its line and column, `placed` ones (whose place is already known)
+/// among them, in the order of the text.
+fn locate(input: &Input, findings: &[Finding], placed: Vec<Located>) -> Vec<Located> {
     let map = input.text.as_deref().and_then(SourceMap::index);
     let mut located: Vec<(Finding, Option<(usize, usize)>)> = findings
         .iter()
@@ -254,9 +332,10 @@ fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
             (f.clone(), position)
         })
         .collect();
+    located.extend(placed);
     // In the order of the text, as a compiler reports (stable: without positions, as found).
     located.sort_by_key(|(_, position)| position.unwrap_or((usize::MAX, usize::MAX)));
-    print(input, &located, format)
+    located
 }
 
 type Located = (Finding, Option<(usize, usize)>);
@@ -318,7 +397,7 @@ pub fn as_text(input: &Input, findings: &[Located]) -> String {
 }
 
 fn as_json(input: &Input, findings: &[Located]) -> Value {
-    json!({
+    let mut value = json!({
         "source": input.name,
         "errors": count(findings, Severity::Error),
         "warnings": count(findings, Severity::Warning),
@@ -332,7 +411,11 @@ fn as_json(input: &Input, findings: &[Located]) -> Value {
             "column": position.map(|p| p.1),
             "help": f.help,
         })).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(found) = &input.found {
+        value["user_data"] = found.clone();
+    }
+    value
 }
 
 fn rule(code: &str) -> (&'static str, &'static str, &'static str) {

@@ -15,6 +15,7 @@ mod location;
 mod parameters;
 mod resolve;
 mod sub;
+pub mod user_data;
 mod yaml;
 
 pub use error::{Details, Error, ErrorKind, Missing};

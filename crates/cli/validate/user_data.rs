@@ -1,0 +1,625 @@
+//! What a template's user data and cfn-hup files ask of the template: the cfn-init,
+//! cfn-signal and cfn-hup calls in the UserData of instances, launch templates and launch
+//! configurations, and the hooks written by Init's `files` (`/etc/cfn/cfn-hup.conf`,
+//! `/etc/cfn/hooks.conf`, `/etc/cfn/hooks.d/*`), checked against the template's
+//! resources: the resource cfn-init reads has Init and the configSets asked for
+//! (INIT-CS-01), the resource cfn-signal signals waits for signals (SIG-01), a hook's path
+//! names a resource and a key of its Metadata (HUP-PATH-01).
+//!
+//! Options are read with the tools' own optparse tables, so `-c a,b`, `--configsets=a,b`
+//! and unambiguous prefixes mean what they mean to the tools. A value a stack gives
+//! (`${AWS::StackName}`) or that the shell expands (`$X`, `$(...)`) is not judged, except
+//! the pseudo parameters that are this stack's own.
+
+use super::Located;
+use super::shell::{self, Call, Word};
+use crate::optparse::{Outcome, Parsed, Parser};
+use cfn_configsets::checks::{Finding, Severity, Target};
+use cfn_hooks::ini::Ini;
+use cfn_hooks::path::{HookPath, Target as HookTarget};
+use cfn_template::Template;
+use cfn_template::user_data::{self, Text, escape};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+const INIT: &str = "AWS::CloudFormation::Init";
+
+/// The files cfn-hup reads its set-up from.
+fn is_hup_file(path: &str) -> bool {
+    path == "/etc/cfn/cfn-hup.conf" || path == "/etc/cfn/hooks.conf" || path.starts_with("/etc/cfn/hooks.d/")
+}
+
+/// The findings, each with its template line and column, and what was found (the calls
+/// and the configSets they name), for `--format json`.
+pub fn check(template: &Template, source: &str) -> (Vec<Located>, Value) {
+    let mut checker = Checker { template, source, findings: Vec::new(), found: Vec::new() };
+    for script in user_data::scripts(template, source) {
+        let calls = shell::calls(&script.script.text);
+        for call in calls {
+            checker.call(&call, &script.script, &script.pointer, &script.resource);
+        }
+    }
+    for (resource, config, path, pointer, value) in hup_files(template) {
+        // Only text: a mapping as content is JSON, not a cfn-hup file.
+        let is_text = value.is_string()
+            || value
+                .as_object()
+                .is_some_and(|m| m.len() == 1 && (m.contains_key("Fn::Sub") || m.contains_key("Fn::Join")));
+        if !is_text {
+            continue;
+        }
+        let text = user_data::flatten(template, source, value, &pointer);
+        checker.hup_file(&resource, &config, &path, &pointer, &text);
+    }
+    (checker.findings, Value::Array(checker.found))
+}
+
+/// For each resource, the configSets the cfn-init calls of the user data (and of the
+/// hooks' actions) run on it, when the calls say; a resource no call names is absent.
+#[allow(dead_code)] // read by the every-configSet check (`told`)
+pub fn configsets_named_by_user_data(template: &Template, source: &str) -> BTreeMap<String, Vec<String>> {
+    let (_, found) = check(template, source);
+    let mut named: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for call in found.as_array().into_iter().flatten() {
+        let (Some(resource), Some(sets)) = (call["resource"].as_str(), call["configsets"].as_array()) else { continue };
+        if unknown(resource) {
+            continue;
+        }
+        let list = named.entry(resource.to_string()).or_default();
+        for set in sets.iter().filter_map(Value::as_str) {
+            if !list.iter().any(|s| s == set) {
+                list.push(set.to_string());
+            }
+        }
+    }
+    named
+}
+
+/// Every hook file in every config of every resource's Init: (resource, config, file
+/// path, pointer of its content, content).
+fn hup_files(template: &Template) -> Vec<(String, String, String, String, &Value)> {
+    let mut found = Vec::new();
+    let resources = template.value().get("Resources").and_then(Value::as_object);
+    for (name, resource) in resources.into_iter().flatten() {
+        let Some(init) = resource.pointer(&format!("/Metadata/{INIT}")).and_then(Value::as_object) else { continue };
+        for (config, body) in init {
+            let Some(files) = body.get("files").and_then(Value::as_object) else { continue };
+            for (path, file) in files.iter().filter(|(path, _)| is_hup_file(path)) {
+                let Some(content) = file.get("content") else { continue };
+                let pointer = format!(
+                    "/Resources/{}/Metadata/{INIT}/{}/files/{}/content",
+                    escape(name),
+                    escape(config),
+                    escape(path)
+                );
+                found.push((name.clone(), config.clone(), path.clone(), pointer, content));
+            }
+        }
+    }
+    found
+}
+
+/// A value the template or the shell gives only at run time.
+fn unknown(value: &str) -> bool {
+    value.contains('$') || value.contains('`')
+}
+
+/// `us-east-1`, `us-gov-west-1`, `us-isob-east-1`: `^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+$`.
+fn plausible_region(region: &str) -> bool {
+    let parts: Vec<&str> = region.split('-').collect();
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase());
+    let n = parts.len();
+    let partition_ok = match n {
+        3 => true,
+        4 => parts[1] == "gov" || (parts[1].starts_with("iso") && letters(parts[1])),
+        _ => false,
+    };
+    partition_ok
+        && parts[0].len() == 2
+        && letters(parts[0])
+        && letters(parts[n - 2])
+        && !parts[n - 1].is_empty()
+        && parts[n - 1].bytes().all(|b| b.is_ascii_digit())
+}
+
+struct Checker<'a> {
+    template: &'a Template,
+    source: &'a str,
+    findings: Vec<Located>,
+    found: Vec<Value>,
+}
+
+/// Where a finding about a script is: the text, the byte offset of the word it is about,
+/// the text to put the caret under, and the pointer of the value that wrote the text.
+struct Place<'a> {
+    text: &'a Text,
+    offset: usize,
+    needle: &'a str,
+    pointer: &'a str,
+}
+
+impl Checker<'_> {
+    fn resource(&self, name: &str) -> Option<&Map<String, Value>> {
+        self.template.value().get("Resources")?.get(name)?.as_object()
+    }
+
+    fn resource_names(&self, filter: impl Fn(&Map<String, Value>) -> bool) -> String {
+        let names: Vec<&str> = self
+            .template
+            .value()
+            .get("Resources")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(_, r)| r.as_object().is_some_and(&filter))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+    }
+
+    fn push(&mut self, severity: Severity, code: &'static str, place: &Place, message: String, help: Option<String>) {
+        // A quoted word starts at its quote, which may be in the piece before its text.
+        let after = place.text.text.get(place.offset..).unwrap_or("");
+        let skip = after.find(place.needle).filter(|n| !place.needle.is_empty() && *n < 4096).unwrap_or(0);
+        let offset = place.offset + skip;
+        let line = place.text.line_of(offset);
+        let position = line.map(|line| {
+            let source_line = self.source.lines().nth(line - 1).unwrap_or("");
+            // Under the word when the template line shows it, else under the line's text.
+            let column = match source_line.find(place.needle).filter(|_| !place.needle.is_empty()) {
+                Some(byte) => source_line[..byte].chars().count() + 1,
+                None => source_line.chars().take_while(|c| c.is_whitespace()).count() + 1,
+            };
+            (line, column)
+        });
+        let finding =
+            Finding { severity, code, message, pointer: place.pointer.to_string(), target: Target::Value, help };
+        self.findings.push((finding, position));
+    }
+
+    /// The word holding an option's value (the last one given, as optparse keeps it).
+    fn word_of<'w>(call: &'w Call, value: &str) -> Option<&'w Word> {
+        call.arguments
+            .iter()
+            .rev()
+            .find(|w| w.text == value || w.text.ends_with(&format!("={value}")))
+            .or_else(|| call.arguments.iter().rev().find(|w| w.text.ends_with(value)))
+    }
+
+    fn call(&mut self, call: &Call, text: &Text, pointer: &str, within: &str) {
+        let parser: Parser = match call.tool {
+            "cfn-init" => crate::init::parser("cfn-init"),
+            "cfn-signal" => crate::signal::parser("cfn-signal"),
+            _ => crate::hup::parser("cfn-hup"),
+        };
+        // `-e $?` is always a number: the exit status of the command before.
+        let arguments: Vec<String> =
+            call.arguments.iter().map(|w| if w.text == "$?" { "0".to_string() } else { w.text.clone() }).collect();
+        let whole = Place { text, offset: call.at, needle: call.tool, pointer };
+        let parsed = match parser.parse(&arguments) {
+            Outcome::Run(parsed) => parsed,
+            Outcome::Help(_) => return,
+            Outcome::Error(message) => {
+                // A shell expansion may hold several words, or none: only a literal line is judged.
+                let expanded = arguments.iter().any(|a| unknown(&strip_placeholders(a)));
+                if !expanded {
+                    let reason = message.lines().last().unwrap_or("").to_string();
+                    self.push(
+                        Severity::Error,
+                        "E063",
+                        &whole,
+                        format!("{} would refuse this command line: {reason}", call.tool),
+                        None,
+                    );
+                }
+                return;
+            }
+        };
+        self.stack_and_region(call, &parsed, text, pointer);
+        match call.tool {
+            "cfn-init" => self.init_call(call, &parsed, text, pointer, within),
+            "cfn-signal" => self.signal_call(call, &parsed, text, pointer),
+            _ => {}
+        }
+    }
+
+    fn stack_and_region(&mut self, call: &Call, parsed: &Parsed, text: &Text, pointer: &str) {
+        if let Some(stack) = parsed.text("stack_name") {
+            let offset = Self::word_of(call, &stack).map_or(call.at, |w| w.start);
+            self.stack(&stack, &Place { text, offset, needle: &stack, pointer });
+        }
+        if let Some(region) = parsed.text("region") {
+            let offset = Self::word_of(call, &region).map_or(call.at, |w| w.start);
+            self.region(&region, &Place { text, offset, needle: &region, pointer });
+        }
+    }
+
+    fn stack(&mut self, stack: &str, place: &Place) {
+        if stack == "${AWS::StackName}" || stack == "${AWS::StackId}" || unknown(stack) {
+            return;
+        }
+        self.push(
+            Severity::Warning,
+            "W060",
+            place,
+            format!("the stack {stack} is not this stack: this template's resources are read from its own stack"),
+            Some("use ${AWS::StackName} (or {\"Ref\": \"AWS::StackName\"})".into()),
+        );
+    }
+
+    fn region(&mut self, region: &str, place: &Place) {
+        if region == "${AWS::Region}" || unknown(region) || plausible_region(region) {
+            return;
+        }
+        self.push(
+            Severity::Warning,
+            "W061",
+            place,
+            format!("{region} is not a region name"),
+            Some("use ${AWS::Region} (or {\"Ref\": \"AWS::Region\"})".into()),
+        );
+    }
+
+    /// The resource named at `place` exists, or a finding naming the candidates.
+    fn existing(&mut self, name: &str, place: &Place, what: &str) -> bool {
+        if self.resource(name).is_some() {
+            return true;
+        }
+        let candidates = self.resource_names(|r| r.get("Metadata").and_then(|m| m.get(INIT)).is_some());
+        self.push(
+            Severity::Error,
+            "E060",
+            place,
+            format!("{what} names the resource {name}, which this template does not define"),
+            Some(format!("resources with {INIT}: {candidates}")),
+        );
+        false
+    }
+
+    fn init_call(&mut self, call: &Call, parsed: &Parsed, text: &Text, pointer: &str, within: &str) {
+        let Some(resource) = parsed.text("logical_resource_id") else { return };
+        let requested = cfn_configsets::configsets::requested(parsed.text("configsets").as_deref());
+        let given = parsed.text("configsets").is_some();
+        let line = text.line_of(call.at);
+        self.found.push(json!({
+            "in": within,
+            "tool": call.tool,
+            "line": line,
+            "resource": resource,
+            "configsets": requested,
+        }));
+        if unknown(&resource) {
+            return;
+        }
+        let offset = Self::word_of(call, &resource).map_or(call.at, |w| w.start);
+        let place = Place { text, offset, needle: &resource, pointer };
+        if !self.existing(&resource, &place, "cfn-init --resource") {
+            return;
+        }
+        let Some(init) = self.resource(&resource).and_then(|r| r.get("Metadata")?.get(INIT)).cloned() else {
+            let candidates = self.resource_names(|r| r.get("Metadata").and_then(|m| m.get(INIT)).is_some());
+            self.push(
+                Severity::Error,
+                "E061",
+                &place,
+                format!("cfn-init --resource {resource}: the resource has no {INIT} in its Metadata"),
+                Some(format!("resources with {INIT}: {candidates}")),
+            );
+            return;
+        };
+        let defined: Option<Vec<String>> = match init.get("configSets") {
+            // No configSets: cfn-init runs the config named `config` as the set `default`.
+            None => Some(vec!["default".to_string()]),
+            Some(Value::Object(sets)) => Some(sets.keys().cloned().collect()),
+            // An intrinsic function: which names it gives is known only to a stack.
+            Some(_) => None,
+        };
+        let Some(defined) = defined else { return };
+        for name in requested.iter().filter(|n| !unknown(n)) {
+            if defined.contains(name) {
+                continue;
+            }
+            let (offset, needle) = match given {
+                true => (Self::word_of(call, name).map_or(call.at, |w| w.start), name.as_str()),
+                false => (call.at, call.tool),
+            };
+            let how = if given { "--configsets" } else { "without --configsets, the configSet" };
+            self.push(
+                Severity::Error,
+                "E062",
+                &Place { text, offset, needle, pointer },
+                format!("cfn-init {how} {name}: the {INIT} of {resource} has no configSet named {name}"),
+                Some(format!("its configSets: {}", defined.join(", "))),
+            );
+        }
+    }
+
+    fn signal_call(&mut self, call: &Call, parsed: &Parsed, text: &Text, pointer: &str) {
+        if let Some(resource) = parsed.text("logical_resource_id") {
+            if unknown(&resource) {
+                return;
+            }
+            let offset = Self::word_of(call, &resource).map_or(call.at, |w| w.start);
+            let place = Place { text, offset, needle: &resource, pointer };
+            if !self.existing(&resource, &place, "cfn-signal --resource") {
+                return;
+            }
+            let waits = self.resource(&resource).is_some_and(|r| {
+                r.contains_key("CreationPolicy")
+                    || r.get("UpdatePolicy").is_some_and(|p| p.to_string().contains("WaitOnResourceSignals"))
+            });
+            if !waits {
+                let candidates = self.resource_names(|r| r.contains_key("CreationPolicy"));
+                self.push(
+                    Severity::Error,
+                    "E064",
+                    &place,
+                    format!(
+                        "cfn-signal --resource {resource}: the resource has no CreationPolicy, so CloudFormation refuses its signals"
+                    ),
+                    Some(format!("resources with a CreationPolicy: {candidates}")),
+                );
+            }
+            return;
+        }
+        let Some(url) = parsed.positionals.first() else { return };
+        let Some(name) = url.strip_prefix("${").and_then(|u| u.strip_suffix('}')) else { return };
+        let Some(kind) = self.resource(name).map(|r| r.get("Type").and_then(Value::as_str).unwrap_or("").to_string())
+        else {
+            return;
+        };
+        if kind != "AWS::CloudFormation::WaitConditionHandle" {
+            let offset = Self::word_of(call, url).map_or(call.at, |w| w.start);
+            self.push(
+                Severity::Error,
+                "E065",
+                &Place { text, offset, needle: name, pointer },
+                format!(
+                    "cfn-signal's URL is the Ref of {name}, a {kind}, not an AWS::CloudFormation::WaitConditionHandle"
+                ),
+                None,
+            );
+        }
+    }
+
+    /// A cfn-hup file: its `[main]` stack and region, each hook's path, and the cfn-init
+    /// calls of each hook's action.
+    fn hup_file(&mut self, resource: &str, _config: &str, path: &str, pointer: &str, text: &Text) {
+        let mut ini = Ini::new();
+        let lines = key_lines(&text.text);
+        let at = |section: &str, key: &str| {
+            lines.iter().find(|(s, k, _)| s == section && k == key).map_or(0, |(_, _, offset)| *offset)
+        };
+        if let Err(e) = ini.read_str(&text.text, path) {
+            // A function other than Ref or Sub may have written anything there.
+            if !text.text.contains("${Fn::") {
+                let place = Place { text, offset: 0, needle: "", pointer };
+                let message = e.to_string().replace('\n', " ");
+                self.push(Severity::Error, "E066", &place, format!("cfn-hup cannot read {path}: {message}"), None);
+            }
+            return;
+        }
+        for section in ini.sections() {
+            let value = |key: &str| ini.get(&section, key).ok().flatten();
+            if section == "main" {
+                if let Some(stack) = value("stack") {
+                    let offset = at(&section, "stack");
+                    self.stack(&stack, &Place { text, offset, needle: &stack, pointer });
+                }
+                if let Some(region) = value("region") {
+                    let offset = at(&section, "region");
+                    self.region(&region, &Place { text, offset, needle: &region, pointer });
+                }
+                continue;
+            }
+            if let Some(hook_path) = value("path") {
+                let offset = at(&section, "path");
+                self.hook_path(&hook_path, &Place { text, offset, needle: hook_path.trim(), pointer });
+            }
+            if let Some(action) = value("action") {
+                let start = at(&section, "action");
+                // The action's words are placed in the file's text by the action's line.
+                let shift = text.text[start..].find(action.as_str()).map_or(start, |n| start + n);
+                for mut call in shell::calls(&action) {
+                    call.at += shift;
+                    for word in &mut call.arguments {
+                        word.start += shift;
+                    }
+                    let within = format!("{resource} {path}");
+                    self.call(&call, text, pointer, &within);
+                }
+            }
+        }
+    }
+
+    fn hook_path(&mut self, path: &str, place: &Place) {
+        let hook = match HookPath::parse(path) {
+            Ok(hook) => hook,
+            Err(e) => {
+                self.push(Severity::Error, "E066", place, format!("cfn-hup refuses this hook: {e}"), None);
+                return;
+            }
+        };
+        if unknown(&hook.logical_id) || !self.existing(&hook.logical_id, place, "the hook's path") {
+            return;
+        }
+        let HookTarget::Metadata(sub_path) = &hook.target else { return };
+        let Some(metadata) = self.resource(&hook.logical_id).and_then(|r| r.get("Metadata")).cloned() else {
+            self.push(
+                Severity::Error,
+                "E067",
+                place,
+                format!("the hook's path {path}: {} has no Metadata, so the hook never fires", hook.logical_id),
+                None,
+            );
+            return;
+        };
+        let Some(sub_path) = sub_path else { return };
+        let mut value = &metadata;
+        let mut walked: Vec<String> = Vec::new();
+        for key in cfn_metadata::keypath::split(sub_path) {
+            if is_function(value) {
+                return;
+            }
+            let next = match value {
+                Value::Object(map) => map.get(&key),
+                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            };
+            let Some(next) = next else {
+                let at =
+                    if walked.is_empty() { "Metadata".to_string() } else { format!("Metadata.{}", walked.join(".")) };
+                let keys: Vec<&str> = value.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+                self.push(
+                    Severity::Error,
+                    "E067",
+                    place,
+                    format!(
+                        "the hook's path {path}: {}.{at} has no key {key}, so the hook never fires",
+                        hook.logical_id
+                    ),
+                    (!keys.is_empty()).then(|| format!("its keys: {}", keys.join(", "))),
+                );
+                return;
+            };
+            walked.push(key);
+            value = next;
+        }
+    }
+}
+
+/// An intrinsic function (`{"Ref": …}`, `{"Fn::If": …}`): its value is a stack's to give.
+fn is_function(value: &Value) -> bool {
+    value.as_object().is_some_and(|m| m.len() == 1 && m.keys().all(|k| k == "Ref" || k.starts_with("Fn::")))
+}
+
+/// `${Name}` placeholders taken out of `text`, to tell what else the shell would expand.
+fn strip_placeholders(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(end) = rest[start..].find('}') else { break };
+        out.push_str(&rest[..start]);
+        out.push('x');
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where each `key=` line of an INI text starts, by (section, key in lower case).
+fn key_lines(text: &str) -> Vec<(String, String, usize)> {
+    let mut found = Vec::new();
+    let mut section = String::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if let Some(name) = trimmed.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            section = name.to_string();
+        } else if !line.starts_with(char::is_whitespace)
+            && let Some(split) = trimmed.find(['=', ':'])
+        {
+            found.push((section.clone(), trimmed[..split].trim().to_lowercase(), offset));
+        }
+        offset += line.len();
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each finding's code and line.
+    type Codes = Vec<(&'static str, usize)>;
+
+    fn run(source: &str) -> (Codes, BTreeMap<String, Vec<String>>) {
+        let template = Template::parse("t.yaml", source).unwrap();
+        let (findings, _) = check(&template, source);
+        let codes = findings.iter().map(|(f, at)| (f.code, at.map_or(0, |p| p.0))).collect();
+        (codes, configsets_named_by_user_data(&template, source))
+    }
+
+    /// A launch configuration whose user data runs cfn-init on itself and signals its group.
+    fn group(creation_policy: &str, signalled: &str) -> String {
+        format!(
+            "Resources:\n  Group:\n    Type: AWS::AutoScaling::AutoScalingGroup\n{creation_policy}    Properties:\n      LaunchConfigurationName: !Ref Config\n  Config:\n    Type: AWS::AutoScaling::LaunchConfiguration\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets:\n          setup: [a]\n          other: [a]\n        a: {{}}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n          #!/bin/bash\n          /opt/aws/bin/cfn-init -s ${{AWS::StackName}} -r Config --configsets setup,other --region ${{AWS::Region}}\n          /opt/aws/bin/cfn-signal -e $? --stack ${{AWS::StackName}} --resource {signalled} --region ${{AWS::Region}}\n"
+        )
+    }
+
+    #[test]
+    fn a_launch_configuration_signals_its_group_and_names_its_configsets() {
+        let policy = "    CreationPolicy:\n      ResourceSignal:\n        Count: 2\n";
+        let (findings, named) = run(&group(policy, "Group"));
+        assert_eq!(findings, vec![]);
+        assert_eq!(named, BTreeMap::from([("Config".to_string(), vec!["setup".to_string(), "other".to_string()])]));
+        // Rolling updates that wait for signals take them too.
+        let update = "    UpdatePolicy:\n      AutoScalingRollingUpdate:\n        WaitOnResourceSignals: true\n";
+        assert_eq!(run(&group(update, "Group")).0, vec![]);
+        // Neither: the signal is refused; and the launch configuration itself never waits.
+        let at_signal = |source: &str| source[..source.find("cfn-signal").unwrap()].matches('\n').count() + 1;
+        let source = group("", "Group");
+        assert_eq!(run(&source).0, vec![("E064", at_signal(&source))]);
+        let source = group(policy, "Config");
+        assert_eq!(run(&source).0, vec![("E064", at_signal(&source))]);
+    }
+
+    #[test]
+    fn values_a_stack_or_the_shell_gives_are_not_judged() {
+        let source = "Parameters:\n  Sets: {Type: String}\nResources:\n  I:\n    Type: AWS::EC2::Instance\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets: {a: [c]}\n        c: {}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n          R=I\n          cfn-init -s $STACK -r $R -c ${Sets} --region $(region)\n          cfn-init -s ${AWS::StackId} -r I -c a --region eu-west-3\n          cfn-init -r I -c a --bogus\n          cfn-init -r I --bogus $X\n";
+        let (findings, named) = run(source);
+        assert_eq!(findings, vec![("E063", 16)]);
+        // The call on `-r $R` names a resource only the shell knows: it is not counted.
+        assert_eq!(named, BTreeMap::from([("I".to_string(), vec!["a".to_string()])]));
+    }
+
+    proptest::proptest! {
+        /// Any script of the tools' words, in a block scalar: no panic, and every finding
+        /// on a line of the script.
+        #[test]
+        fn any_script_is_checked_without_panic(
+            lines in proptest::collection::vec(proptest::collection::vec(
+                "(cfn-init|cfn-signal|cfn-hup|/opt/aws/bin/cfn-init|-r|-s|-c|-e|--resource|--stack|--region|--configsets=a,b|-ca|--url|I|H|Nope|a|b,Nope|\\$\\{AWS::Region\\}|\\$\\{H\\}|\\$X|'|\"|;|&&|\\\\|#|\\$\\(|\\)|us-east-1|x-y)",
+                0..10,
+            ), 1..8),
+        ) {
+            let script: Vec<String> = lines.iter().map(|words| format!("          {}", words.join(" "))).collect();
+            let source = format!(
+                "Resources:\n  H:\n    Type: AWS::CloudFormation::WaitConditionHandle\n  I:\n    Type: AWS::EC2::Instance\n    CreationPolicy: {{}}\n    Metadata:\n      AWS::CloudFormation::Init:\n        configSets: {{a: [c]}}\n        c: {{}}\n    Properties:\n      UserData:\n        Fn::Base64: !Sub |\n{}\n",
+                script.join("\n")
+            );
+            let Ok(template) = Template::parse("t.yaml", &source) else { return Ok(()) };
+            let (findings, _) = check(&template, &source);
+            for (_, at) in findings {
+                let (line, _) = at.expect("a place");
+                proptest::prop_assert!((14..14 + lines.len()).contains(&line), "line {line}\n{source}");
+            }
+        }
+    }
+
+    #[test]
+    fn region_names() {
+        for good in ["us-east-1", "eu-central-2", "us-gov-west-1", "us-isob-east-1", "ap-southeast-10"] {
+            assert!(plausible_region(good), "{good}");
+        }
+        for bad in ["us-east", "useast-1", "US-EAST-1", "us-east-1a", "", "us--1", "eu-x-y-z-1"] {
+            assert!(!plausible_region(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_not_shell_expansions() {
+        assert!(!unknown(&strip_placeholders("${AWS::StackName}")));
+        assert!(unknown(&strip_placeholders("${A}$B")));
+        assert_eq!(strip_placeholders("a${X}b${Y"), "axb${Y");
+    }
+
+    #[test]
+    fn key_lines_by_section() {
+        let lines = key_lines("[main]\nstack=a\n[h]\n  cont=x\nPath = y\n");
+        assert_eq!(
+            lines,
+            vec![("main".to_string(), "stack".to_string(), 7), ("h".to_string(), "path".to_string(), 28)]
+        );
+    }
+}
