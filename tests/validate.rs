@@ -465,8 +465,12 @@ fn a_template_is_rendered_and_its_findings_point_into_it() {
         "/Resources/Web/Metadata/AWS::CloudFormation::Init/config/files/etc~1site.conf"
     );
 
-    // What render cannot resolve is an error naming it, with the option that gives it.
-    validate(&[]).code(1).stdout_is("").stderr_has("Site").stderr_has("help: give it with -p Site=VALUE");
+    // Without -p, Site is unknown: the same findings, and the summary counts both resources.
+    validate(&[])
+        .code(1)
+        .stderr_is("")
+        .stdout_has(&format!("{path}:{line}:{column}: error[E030]"))
+        .stdout_has(&format!("{path}: 1 error, 0 warnings in 2 resources with AWS::CloudFormation::Init\n"));
     // A resource without Init, and options that conflict.
     validate(&["-p", "Site=x", "-r", "Bucket"])
         .code(1)

@@ -9,11 +9,11 @@ use crate::init::{self, ReadError};
 use crate::options;
 use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
-use cfn_configsets::checks::{self, Finding, RULES, Severity, Target};
+use cfn_configsets::checks::{self, Checked, Finding, RULES, Requested, Severity, Skipped, Target};
 use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
-use cfn_template::Template;
+use cfn_template::{Template, unknown};
 use clap::{Arg, ArgMatches, Command, ValueHint};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -33,7 +33,10 @@ pub fn command() -> Command {
              suspect, without running anything. The metadata comes from a file, from standard input (-),\n\
              from a stack resource (-s STACK -r RESOURCE, with cfn-init's credential options), or from a\n\
              template (-t FILE, JSON or YAML: the Metadata of -r RESOURCE, or of every resource with\n\
-             AWS::CloudFormation::Init, resolved as `cfn-bootstrap render` resolves it).\n\n\
+             AWS::CloudFormation::Init, resolved as `cfn-bootstrap render` resolves it). A template needs no\n\
+             values: a parameter without one (no -p, no Default), another resource's Ref or attribute, or an\n\
+             export is any value of its type; the checks that need it skip it (-v says which), and a condition\n\
+             over it is checked both ways. Without -c every configSet is checked.\n\n\
              Each finding reads FILE:LINE:COL: error[CODE]: message, with the line and a caret under the\n\
              place, and a help line when there is a fix; --format json or sarif (SARIF 2.1.0) for tools.\n\
              Exit status: 0 no errors (warnings allowed), 1 errors or unreadable metadata, 2 usage.",
@@ -51,8 +54,15 @@ pub fn command() -> Command {
                 .short('r'),
         )
         .arg(
-            value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: \"default\")")
+            value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: every one)")
                 .short('c'),
+        )
+        .arg(
+            Arg::new("verbose")
+                .short('v')
+                .long("verbose")
+                .action(clap::ArgAction::SetTrue)
+                .help("Say on standard error which checks were skipped for want of a value"),
         )
         .arg(value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'))
         .arg(value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."))
@@ -115,9 +125,11 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let api = options::api_options_from(text);
     let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
         Ok(fetched) => {
-            let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
+            let requested = Requested::from_option(text("configsets").as_deref());
             let input = Input { name, uri, value: fetched.value, text: fetched.text, template: None };
-            return report(&input, &validate(&input, &requested), format(matches));
+            let checked = validate(&input, &requested);
+            verbose(matches, &checked.skipped);
+            return report(&input, &checked.findings, format(matches), None);
         }
         Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
             // Shown against the file's text when it can be read again (not standard input).
@@ -139,7 +151,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         Err(other) => return init::report_read_error(other),
     };
     let (input, findings) = findings;
-    print(&input, &findings, format(matches))
+    print(&input, &findings, format(matches), None)
 }
 
 fn format(matches: &ArgMatches) -> &str {
@@ -147,10 +159,28 @@ fn format(matches: &ArgMatches) -> &str {
 }
 
 /// Every finding of `input`: duplicate keys, then the checks of its Init.
-pub fn validate(input: &Input, requested: &[String]) -> Vec<Finding> {
+pub fn validate(input: &Input, requested: &Requested) -> Checked {
+    let mut checked = check_init(&input.value, requested);
     let mut findings = input.text.as_deref().map(duplicates).unwrap_or_default();
-    findings.extend(check_init(&input.value, requested));
-    findings
+    findings.append(&mut checked.findings);
+    Checked { findings, ..checked }
+}
+
+/// With -v: each check skipped for want of a value, on standard error.
+fn verbose(matches: &ArgMatches, skipped: &[Skipped]) {
+    if !matches.get_flag("verbose") {
+        return;
+    }
+    for skip in skipped {
+        let names: Vec<String> = skip.unknowns.iter().map(|n| n.trim_end_matches("[]").to_string()).collect();
+        eprintln!(
+            "cfn-bootstrap validate: {}: skipped {} ({}): it needs the value of {}",
+            unknown::display(&skip.pointer),
+            skip.code,
+            rule(skip.code).1,
+            names.join(", ")
+        );
+    }
 }
 
 /// The keys given twice in a JSON text: all but the last are lost.
@@ -173,21 +203,25 @@ fn duplicates(text: &str) -> Vec<Finding> {
 }
 
 /// The checks of the Init in `metadata`.
-fn check_init(metadata: &Value, requested: &[String]) -> Vec<Finding> {
+fn check_init(metadata: &Value, requested: &Requested) -> Checked {
     match InitDocument::parse(metadata) {
-        Ok(document) => checks::check(metadata, &document, requested),
-        Err(e) => vec![Finding {
-            severity: Severity::Error,
-            code: "E003",
-            message: e.to_string(),
-            pointer: String::new(),
-            target: Target::Value,
-            help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
-        }],
+        Ok(document) => checks::check_all(metadata, &document, requested),
+        Err(e) => Checked {
+            skipped: Vec::new(),
+            findings: vec![Finding {
+                severity: Severity::Error,
+                code: "E003",
+                message: e.to_string(),
+                pointer: String::new(),
+                target: Target::Value,
+                help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
+            }],
+        },
     }
 }
 
-/// `-t`: the Metadata of `-r`, or of every resource with Init, rendered and checked; the
+/// `-t`: the Metadata of `-r`, or of every resource with Init, resolved without the
+/// values only a stack has (see [`Template::metadata_for_checks`]) and checked; the
 /// findings point into the template (`/Resources/<R>/Metadata/...`), and a JSON
 /// template's duplicate keys are found wherever they are.
 fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
@@ -208,20 +242,41 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
         return failed(&format!("no resource of {path} has AWS::CloudFormation::Init in its Metadata"));
     }
     let inputs = render::inputs(matches, text("region"));
-    let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
+    let requested = template_requested(text("configsets").as_deref());
     let mut findings = duplicates(&rendered.1);
+    let mut skipped = Vec::new();
     for resource in &resources {
-        let metadata = match render::metadata(&rendered, resource, &inputs) {
-            Ok(metadata) => metadata,
-            Err(message) => return failed(&message),
+        let checked = match rendered.0.metadata_for_checks(resource, &inputs) {
+            Ok(checked) => checked,
+            Err(error) => return failed(&error.to_string()),
         };
+        if !checked.complete && matches.get_flag("verbose") {
+            eprintln!(
+                "cfn-bootstrap validate: {resource}: its conditions have more than {} combinations of values; \
+                 the first {0} were checked",
+                cfn_template::MAX_VARIANTS
+            );
+        }
         let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
-        findings.extend(
-            check_init(&metadata, &requested)
-                .into_iter()
-                .map(|finding| Finding { pointer: format!("{within}{}", finding.pointer), ..finding }),
-        );
+        // Each combination of the conditions left undecided is checked; a finding of
+        // several is reported once.
+        for metadata in &checked.variants {
+            let Checked { findings: found, skipped: skips } = check_init(metadata, &requested);
+            for finding in found {
+                let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
+                if !findings.contains(&finding) {
+                    findings.push(finding);
+                }
+            }
+            for skip in skips {
+                let skip = Skipped { pointer: format!("{within}{}", skip.pointer), ..skip };
+                if !skipped.contains(&skip) {
+                    skipped.push(skip);
+                }
+            }
+        }
     }
+    verbose(matches, &skipped);
     let (template, source) = rendered;
     let input = Input {
         name: path.to_string(),
@@ -230,10 +285,17 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
         text: Some(source),
         template: Some(template),
     };
-    report(&input, &findings, format(matches))
+    report(&input, &findings, format(matches), Some(resources.len()))
 }
 
-fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
+/// Which configSets `-t` checks: those `-c` names, or every one. The one place that
+/// decides whether something tells which configSets cfn-init is run with.
+fn template_requested(option: Option<&str>) -> Requested {
+    Requested::from_option(option)
+}
+
+/// Prints `findings`; `resources` is how many resources with Init a template's were found in.
+fn report(input: &Input, findings: &[Finding], format: &str, resources: Option<usize>) -> ExitCode {
     let map = input.text.as_deref().and_then(SourceMap::index);
     let mut located: Vec<(Finding, Option<(usize, usize)>)> = findings
         .iter()
@@ -256,16 +318,26 @@ fn report(input: &Input, findings: &[Finding], format: &str) -> ExitCode {
         .collect();
     // In the order of the text, as a compiler reports (stable: without positions, as found).
     located.sort_by_key(|(_, position)| position.unwrap_or((usize::MAX, usize::MAX)));
-    print(input, &located, format)
+    print(input, &located, format, resources)
 }
 
 type Located = (Finding, Option<(usize, usize)>);
 
-fn print(input: &Input, findings: &[Located], format: &str) -> ExitCode {
+fn print(input: &Input, findings: &[Located], format: &str, resources: Option<usize>) -> ExitCode {
+    // An unknown is shown as `${NAME}`.
+    let findings: Vec<Located> = findings
+        .iter()
+        .map(|(f, position)| {
+            let message = unknown::display(&f.message);
+            let help = f.help.as_deref().map(unknown::display);
+            (Finding { message, help, pointer: unknown::display(&f.pointer), ..f.clone() }, *position)
+        })
+        .collect();
+    let findings = findings.as_slice();
     let out = match format {
         "json" => format!("{:#}\n", as_json(input, findings)),
         "sarif" => format!("{:#}\n", as_sarif(input, findings)),
-        _ => as_text(input, findings),
+        _ => as_text(input, findings, resources),
     };
     let mut stdout = std::io::stdout().lock();
     if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
@@ -283,7 +355,7 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 /// The compiler-like form.
-pub fn as_text(input: &Input, findings: &[Located]) -> String {
+pub fn as_text(input: &Input, findings: &[Located], resources: Option<usize>) -> String {
     let mut out = String::new();
     for (finding, position) in findings {
         let head = format!("{}[{}]: {}", finding.severity.as_str(), finding.code, finding.message);
@@ -313,7 +385,11 @@ pub fn as_text(input: &Input, findings: &[Located]) -> String {
         }
     }
     let (errors, warnings) = (count(findings, Severity::Error), count(findings, Severity::Warning));
-    out.push_str(&format!("{}: {}, {}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
+    let checked = match resources {
+        Some(n) => format!(" in {} with AWS::CloudFormation::Init", plural(n, "resource")),
+        None => String::new(),
+    };
+    out.push_str(&format!("{}: {}, {}{checked}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
     out
 }
 
