@@ -17,9 +17,11 @@ pub enum Parameter {
     /// `AWS::SSM::Parameter::Value<…>`: the value is in Parameter Store, out of reach.
     StoredInSsm(String),
     /// No value given and no Default, when checking (see [`crate::unknown`]): any value of
-    /// its type, one of `allowed` when the declaration lists AllowedValues.
+    /// its type (`number`: a `Number`), one of `allowed` when the declaration lists
+    /// AllowedValues (a single one is the value itself).
     Unknown {
         list: bool,
+        number: bool,
         allowed: Option<Vec<String>>,
     },
 }
@@ -50,7 +52,7 @@ pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<B
         let unknown = || {
             let allowed = declaration.get("AllowedValues").and_then(Value::as_array);
             let allowed = allowed.map(|values| values.iter().filter_map(scalar_text).collect());
-            Parameter::Unknown { list: is_list, allowed: allowed.filter(|_| !is_list) }
+            Parameter::Unknown { list: is_list, number: kind == "Number", allowed: allowed.filter(|_| !is_list) }
         };
         let text = match (inputs.parameters.get(name), declaration.get("Default")) {
             (Some(given), _) => given.clone(),
@@ -60,10 +62,14 @@ pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<B
             (None, Some(_)) => {
                 return Err(error(ErrorKind::Template, name, format!("the Default of {name} is not a string")));
             }
-            (None, None) if unknowns => {
-                values.insert(name.clone(), unknown());
-                continue;
-            }
+            (None, None) if unknowns => match unknown() {
+                // The only value it may have.
+                Parameter::Unknown { allowed: Some(only), .. } if only.len() == 1 => only[0].clone(),
+                unknown => {
+                    values.insert(name.clone(), unknown);
+                    continue;
+                }
+            },
             (None, None) => {
                 let message = format!("Parameters: [{name}] must have values");
                 return Err(error(ErrorKind::Missing(Missing::Parameter(name.clone())), name, message));
@@ -168,13 +174,15 @@ mod tests {
     #[test]
     fn when_checking_a_parameter_without_a_value_is_unknown_of_its_type() {
         let template = "Parameters:\n  A: {Type: String, AllowedValues: [x, 'y']}\n  L: {Type: CommaDelimitedList}\n  \
-            D: {Type: String, Default: d}\n  S: {Type: 'AWS::SSM::Parameter::Value<String>', Default: /p}\n\
+            D: {Type: String, Default: d}\n  N: {Type: Number}\n  One: {Type: String, AllowedValues: [only]}\n  S: {Type: 'AWS::SSM::Parameter::Value<String>', Default: /p}\n\
             Resources:\n  R: {Type: 'AWS::CloudFormation::WaitConditionHandle'}\n";
         let template = Template::parse("t.yaml", template).unwrap();
         let p = resolve(&template, &Inputs::default(), true).unwrap();
-        assert!(matches!(&p["A"], Parameter::Unknown { list: false, allowed: Some(a) } if a == &["x", "y"]));
-        assert!(matches!(&p["L"], Parameter::Unknown { list: true, allowed: None }));
+        assert!(matches!(&p["A"], Parameter::Unknown { list: false, allowed: Some(a), .. } if a == &["x", "y"]));
+        assert!(matches!(&p["L"], Parameter::Unknown { list: true, allowed: None, .. }));
+        assert!(matches!(&p["N"], Parameter::Unknown { number: true, .. }));
         assert_eq!(value(&p, "D"), json!("d"));
-        assert!(matches!(&p["S"], Parameter::Unknown { list: false, allowed: None }));
+        assert_eq!(value(&p, "One"), json!("only"));
+        assert!(matches!(&p["S"], Parameter::Unknown { list: false, allowed: None, .. }));
     }
 }

@@ -709,13 +709,34 @@ impl Resolver<'_> {
     /// it), so that conditions over one parameter agree with one another and with its
     /// AllowedValues; other comparisons are each answered once per run.
     fn undecided_equals(&self, checking: &Checking, a: Value, b: Value) -> bool {
+        // The same unknowns in the same places are equal, when each names one value (a
+        // parameter, an attribute, a list parameter's whole list), not any result of a
+        // function or any item of a list.
+        let one_value = |n: &String| !n.starts_with("Fn::") && !n.ends_with("[]");
+        if a == b && (unknown::is_list(&a) || unknown::names(&a).iter().all(one_value)) {
+            return true;
+        }
         for (x, y) in [(&a, &b), (&b, &a)] {
+            // A list never equals a text (unless the text is a function's unknown result,
+            // which may be a list).
+            if let (Value::Array(_), Value::String(y)) = (x, y)
+                && unknown::names(&Value::String(y.clone())).iter().all(|n| !n.starts_with("Fn::"))
+            {
+                return false;
+            }
             if let (Value::String(x), Value::String(y)) = (x, y)
                 && !unknown::in_text(y)
-                && let Some((name, allowed)) = self.whole_parameter(x)
+                && let Some((name, domain)) = self.whole_parameter(x)
             {
-                return parameter_equals(checking, name, allowed, y);
+                return parameter_equals(checking, name, &domain, y);
             }
+        }
+        // Two parameters whose values can never be the same.
+        if let (Some(x), Some(y)) = (a.as_str(), b.as_str())
+            && let (Some((_, x)), Some((_, y))) = (self.whole_parameter(x), self.whole_parameter(y))
+            && x.disjoint(&y)
+        {
+            return false;
         }
         if let (Value::String(x), Value::String(y)) = (&a, &b) {
             let (px, py) = (unknown::known_prefix(x), unknown::known_prefix(y));
@@ -734,20 +755,46 @@ impl Resolver<'_> {
         answer
     }
 
-    /// The scalar parameter `text` is the whole of, unknown, with its AllowedValues.
-    fn whole_parameter<'t>(&self, text: &'t str) -> Option<(&'t str, Option<&[String]>)> {
+    /// The scalar parameter `text` is the whole of, unknown, with the values it may have.
+    fn whole_parameter<'t>(&self, text: &'t str) -> Option<(&'t str, Domain<'_>)> {
         let name = text.strip_prefix(unknown::OPEN)?.strip_suffix(unknown::CLOSE)?;
         match self.parameters.get(name) {
-            Some(Parameter::Unknown { list: false, allowed }) if !unknown::in_text(name) => {
-                Some((name, allowed.as_deref()))
+            Some(Parameter::Unknown { list: false, number, allowed }) if !unknown::in_text(name) => {
+                Some((name, Domain { number: *number, allowed: allowed.as_deref() }))
             }
             _ => None,
         }
     }
 }
 
+/// The values an unknown parameter may have: any text, any number, or one of a list.
+struct Domain<'a> {
+    number: bool,
+    allowed: Option<&'a [String]>,
+}
+
+impl Domain<'_> {
+    fn admits(&self, text: &str) -> bool {
+        (!self.number || text.trim().parse::<f64>().is_ok_and(f64::is_finite))
+            && self.allowed.is_none_or(|allowed| allowed.iter().any(|a| a == text))
+    }
+
+    /// Whether no value is in both.
+    fn disjoint(&self, other: &Domain<'_>) -> bool {
+        match (self.allowed, other.allowed) {
+            (Some(allowed), _) => !allowed.iter().any(|a| other.admits(a)),
+            (None, Some(allowed)) => !allowed.iter().any(|a| self.admits(a)),
+            (None, None) => false,
+        }
+    }
+}
+
 /// Whether the unknown parameter `name` equals `text` in this run.
-fn parameter_equals(checking: &Checking, name: &str, allowed: Option<&[String]>, text: &str) -> bool {
+fn parameter_equals(checking: &Checking, name: &str, domain: &Domain<'_>, text: &str) -> bool {
+    if !domain.admits(text) {
+        return false;
+    }
+    let allowed = domain.allowed;
     if let Some(value) = checking.equal.borrow().get(name) {
         return value == text;
     }
