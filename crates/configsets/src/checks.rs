@@ -464,14 +464,11 @@ fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
         _ => {}
     }
     if let Some(Content::Text(text)) = &spec.content {
+        // Decoding or parsing needs the whole text (a Mustache template's errors are its
+        // text's: the context's values are only inserted).
         let code = if spec.base64 { "E034" } else { "E035" };
-        let context = spec.context.as_ref().map(Value::to_string).unwrap_or_default();
-        if spec.context.is_some() || spec.base64 {
-            // Decoding or parsing needs the whole text, and a Mustache context all of its values.
-            let whole = format!("{text}{context}");
-            if checker.skips(code, &format!("{pointer}/content"), &whole) {
-                return check_source(checker, pointer, spec);
-            }
+        if (spec.context.is_some() || spec.base64) && checker.skips(code, &format!("{pointer}/content"), text) {
+            return check_source(checker, pointer, spec);
         }
         if spec.base64 {
             if crate::files::decode_base64(text).is_err() {
