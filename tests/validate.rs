@@ -710,3 +710,18 @@ fn sarif_of_a_template_with_findings_has_the_2_1_0_shape() {
         assert!(pointer.starts_with("/Resources/Web/Metadata/"), "{pointer}");
     }
 }
+
+/// The benchmark's template (`cargo xtask bench`, workload validate-template): 10 resources
+/// with Init, parameters without values, conditions over them: clean.
+#[test]
+fn the_large_benchmark_template_validates_clean() {
+    let sandbox = sandbox();
+    let path = workspace().join("tests/templates/large_init.yaml").display().to_string();
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["validate", "-t", &path])
+        .run()
+        .code(0)
+        .stderr_is("")
+        .stdout_is(&format!("{path}: 0 errors, 0 warnings in 10 resources with AWS::CloudFormation::Init\n"));
+}
