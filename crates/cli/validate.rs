@@ -242,7 +242,6 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
         return failed(&format!("no resource of {path} has AWS::CloudFormation::Init in its Metadata"));
     }
     let inputs = render::inputs(matches, text("region"));
-    let requested = template_requested(text("configsets").as_deref());
     let mut findings = duplicates(&rendered.1);
     let mut skipped = Vec::new();
     for resource in &resources {
@@ -257,6 +256,7 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
                 cfn_template::MAX_VARIANTS
             );
         }
+        let requested = requested_for(resource, text("configsets").as_deref());
         let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
         // Each combination of the conditions left undecided is checked; a finding of
         // several is reported once.
@@ -288,10 +288,11 @@ fn validate_template(matches: &ArgMatches, path: &str) -> ExitCode {
     report(&input, &findings, format(matches), Some(resources.len()))
 }
 
-/// Which configSets `-t` checks: those `-c` names, or every one. The one place that
-/// decides whether something tells which configSets cfn-init is run with.
-fn template_requested(option: Option<&str>) -> Requested {
-    Requested::from_option(option)
+/// Which configSets `-t` checks in `resource`: those `-c` names, or every one. The one
+/// place that decides whether something tells which configSets cfn-init is run with
+/// (for now nothing does: `told` is false).
+fn requested_for(_resource: &str, configsets: Option<&str>) -> Requested {
+    Requested::from_option(configsets)
 }
 
 /// Prints `findings`; `resources` is how many resources with Init a template's were found in.

@@ -620,6 +620,77 @@ mod tests {
         assert_eq!(findings(init), []);
     }
 
+    fn checked(init: Value, requested: Requested) -> Checked {
+        let metadata = json!({ INIT_KEY: init });
+        let document = InitDocument::parse(&metadata).unwrap();
+        check_all(&metadata, &document, &requested)
+    }
+
+    #[test]
+    fn every_configset_unless_told_each_finding_naming_the_sets_that_run_it() {
+        let init = json!({
+            "configSets": {"create": ["a", "b"], "update": ["b"]},
+            "a": {"files": {"x": {"content": "1"}}},
+            "b": {"files": {"y": {"content": "2"}}},
+            "c": {"files": {"z": {"content": "3"}}},
+        });
+        let found = checked(init.clone(), Requested::Every { told: false }).findings;
+        let messages: Vec<(&str, &str)> = found.iter().map(|f| (f.code, f.message.as_str())).collect();
+        assert_eq!(
+            messages,
+            [
+                ("W008", "cfn-init without --configsets would fail here: no configSet named default exists"),
+                ("E030", "File specified with non-absolute path: x (configSet create)"),
+                ("E030", "File specified with non-absolute path: y (configSets create, update)"),
+                ("E030", "File specified with non-absolute path: z (in no configSet: cfn-init never runs it)"),
+            ]
+        );
+        assert_eq!(found[0].pointer, format!("/{INIT_KEY}/configSets"));
+        // Told: no warning; -c: each named set must exist, as before.
+        let told = checked(init.clone(), Requested::Every { told: true }).findings;
+        assert!(told.iter().all(|f| f.code == "E030") && told.len() == 3);
+        let given = checked(init, Requested::Given(vec!["update".into(), "nope".into()])).findings;
+        assert_eq!(given.iter().filter(|f| f.code == "E011").count(), 1);
+        assert!(given.iter().all(|f| f.code != "W008"));
+        // Without configSets (the implicit default) nothing changes.
+        let plain = checked(json!({"config": {"files": {"x": {"content": "1"}}}}), Requested::Every { told: false });
+        assert_eq!(plain.findings.len(), 1);
+        assert_eq!(plain.findings[0].message, "File specified with non-absolute path: x");
+    }
+
+    #[test]
+    fn checks_that_need_a_value_skip_an_unknown_and_what_the_known_part_decides_is_checked() {
+        let u = |name: &str| unknown::marker(name);
+        let init = json!({"config": {
+            "sources": {"/a": format!("{}://h/x", u("Proto")), "/b": format!("s3://{}/k", u("Bucket"))},
+            "files": {
+                "/c": {"content": u("Data"), "encoding": "base64"},
+                "/d": {"content": "{{/a}}", "context": {"a": u("A")}},
+                "/e": {"content": "x", "mode": u("Mode")},
+                "/f": {"source": format!("https://{}/f", u("Host")), "authentication": u("Auth")},
+            },
+            "commands": {"01": {"command": "true", "ignoreErrors": u("Ignore")}},
+        }});
+        let Checked { findings, skipped } = checked(init, Requested::Every { told: false });
+        let found: Vec<(&str, &str)> = findings.iter().map(|f| (f.code, f.pointer.as_str())).collect();
+        let init = format!("/{INIT_KEY}/config");
+        assert_eq!(
+            found,
+            [("E037", format!("{init}/sources/~1b").as_str()), ("E035", format!("{init}/files/~1d/content").as_str())]
+        );
+        let skipped: Vec<(&str, Vec<String>)> = skipped.into_iter().map(|s| (s.code, s.unknowns)).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("E037", vec!["Proto".to_string()]),
+                ("E034", vec!["Data".to_string()]),
+                ("E036", vec!["Auth".to_string()]),
+                ("W005", vec!["Ignore".to_string()]),
+                ("E021", vec!["Mode".to_string()]),
+            ]
+        );
+    }
+
     #[test]
     fn every_rule_is_listed_once() {
         let mut codes: Vec<&str> = RULES.iter().map(|r| r.0).collect();
