@@ -8,6 +8,7 @@
 //! ```
 
 mod cidr;
+mod decisions;
 mod error;
 mod inputs;
 mod limits;

@@ -3,6 +3,7 @@
 //! A value resolves to `None` when it is `AWS::NoValue` (directly, or as the branch an
 //! `Fn::If` takes): the key or list item holding it is left out.
 
+use crate::decisions::{Decisions, Domain};
 use crate::error::{Error, ErrorKind, Missing};
 use crate::limits::{Budget, MAX_RESOLVE_DEPTH, size};
 use crate::location::At;
@@ -82,7 +83,7 @@ pub fn metadata_for_checks(template: &Template, resource: &str, inputs: &Inputs)
         }
         runs += 1;
         let depth = forced.len();
-        let checking = Checking { forced, ..Checking::default() };
+        let checking = Decisions::replaying(forced);
         let (value, checking) = run(template, resource, inputs, Some(checking))?;
         let taken = checking.map(|c| c.taken.into_inner()).unwrap_or_default();
         for i in (depth..taken.len()).rev() {
@@ -95,39 +96,14 @@ pub fn metadata_for_checks(template: &Template, resource: &str, inputs: &Inputs)
     Ok(checked)
 }
 
-/// What one run of [`metadata_for_checks`] decided of the unknowns.
-#[derive(Debug, Default)]
-struct Checking {
-    /// The answers to the first questions (the branch this run walks); later ones are true.
-    forced: Vec<bool>,
-    /// Every answer given, in the order asked.
-    taken: RefCell<Vec<bool>>,
-    /// A parameter decided equal to a text, so that conditions over it agree.
-    equal: RefCell<HashMap<String, String>>,
-    /// The texts a parameter was decided different from.
-    different: RefCell<HashMap<String, Vec<String>>>,
-    /// Other comparisons of unknowns, each answered once.
-    answered: RefCell<HashMap<(String, String), bool>>,
-}
-
-impl Checking {
-    /// The answer to the next question.
-    fn decide(&self) -> bool {
-        let mut taken = self.taken.borrow_mut();
-        let answer = self.forced.get(taken.len()).copied().unwrap_or(true);
-        taken.push(answer);
-        answer
-    }
-}
-
 /// Resolves a resource's Metadata once; `None` when checking and its condition is false
 /// in this combination. Gives back what the run decided.
 fn run(
     template: &Template,
     resource: &str,
     inputs: &Inputs,
-    checking: Option<Checking>,
-) -> Result<(Option<Value>, Option<Checking>), Error> {
+    checking: Option<Decisions>,
+) -> Result<(Option<Value>, Option<Decisions>), Error> {
     let error_here =
         |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
     let Some(definition) = template.value().get("Resources").and_then(|r| r.get(resource)) else {
@@ -215,7 +191,7 @@ struct Resolver<'a> {
     /// How deep `resolve` and `evaluate` recurse now (see [`MAX_RESOLVE_DEPTH`]).
     depth: Cell<usize>,
     /// When checking: values not given are unknowns, and the answers of this run.
-    checking: Option<Checking>,
+    checking: Option<Decisions>,
 }
 
 /// One level of the resolver's recursion, given back when dropped.
@@ -704,17 +680,31 @@ impl Resolver<'_> {
 
 impl Resolver<'_> {
     /// Fn::Equals over unknowns, when checking: false when what is known of the two
-    /// differs, otherwise a question of this run (see [`metadata_for_checks`]). A parameter
-    /// compared with a text is decided for the parameter (equal to it, or different from
-    /// it), so that conditions over one parameter agree with one another and with its
-    /// AllowedValues; other comparisons are each answered once per run.
-    fn undecided_equals(&self, checking: &Checking, a: Value, b: Value) -> bool {
+    /// differs, otherwise a question of this run (see [`metadata_for_checks`] and
+    /// [`Decisions`]).
+    fn undecided_equals(&self, decisions: &Decisions, a: Value, b: Value) -> bool {
         // The same unknowns in the same places are equal, when each names one value (a
         // parameter, an attribute, a list parameter's whole list), not any result of a
         // function or any item of a list.
         let one_value = |n: &String| !n.starts_with("Fn::") && !n.ends_with("[]");
         if a == b && (unknown::is_list(&a) || unknown::names(&a).iter().all(one_value)) {
             return true;
+        }
+        let domain = |name: &str| self.domain(name).unwrap_or(Domain { number: false, allowed: None });
+        fn whole<'v>(resolver: &Resolver<'_>, value: &'v Value) -> Option<&'v str> {
+            value.as_str().and_then(|text| resolver.whole_parameter(text))
+        }
+        match (whole(self, &a), whole(self, &b)) {
+            (Some(p), Some(q)) => return decisions.parameters_equal(p, q, &domain),
+            (Some(p), None) | (None, Some(p)) => {
+                let other = if whole(self, &a).is_some() { &b } else { &a };
+                if let Value::String(text) = other
+                    && !unknown::in_text(text)
+                {
+                    return decisions.parameter_equals(p, text, &domain);
+                }
+            }
+            (None, None) => {}
         }
         for (x, y) in [(&a, &b), (&b, &a)] {
             // A list never equals a text (unless the text is a function's unknown result,
@@ -724,19 +714,6 @@ impl Resolver<'_> {
             {
                 return false;
             }
-            if let (Value::String(x), Value::String(y)) = (x, y)
-                && !unknown::in_text(y)
-                && let Some((name, domain)) = self.whole_parameter(x)
-            {
-                return parameter_equals(checking, name, &domain, y);
-            }
-        }
-        // Two parameters whose values can never be the same.
-        if let (Some(x), Some(y)) = (a.as_str(), b.as_str())
-            && let (Some((_, x)), Some((_, y))) = (self.whole_parameter(x), self.whole_parameter(y))
-            && x.disjoint(&y)
-        {
-            return false;
         }
         if let (Value::String(x), Value::String(y)) = (&a, &b) {
             let (px, py) = (unknown::known_prefix(x), unknown::known_prefix(y));
@@ -745,81 +722,24 @@ impl Resolver<'_> {
                 return false;
             }
         }
-        let (a, b) = (a.to_string(), b.to_string());
-        let key = if a <= b { (a, b) } else { (b, a) };
-        if let Some(answer) = checking.answered.borrow().get(&key) {
-            return *answer;
-        }
-        let answer = checking.decide();
-        checking.answered.borrow_mut().insert(key, answer);
-        answer
+        decisions.answer(a.to_string(), b.to_string())
     }
 
-    /// The scalar parameter `text` is the whole of, unknown, with the values it may have.
-    fn whole_parameter<'t>(&self, text: &'t str) -> Option<(&'t str, Domain<'_>)> {
+    /// The unknown scalar parameter `text` is the whole of.
+    fn whole_parameter<'t>(&self, text: &'t str) -> Option<&'t str> {
         let name = text.strip_prefix(unknown::OPEN)?.strip_suffix(unknown::CLOSE)?;
+        self.domain(name).map(|_| name)
+    }
+
+    /// The values the unknown scalar parameter `name` may have.
+    fn domain(&self, name: &str) -> Option<Domain<'_>> {
         match self.parameters.get(name) {
-            Some(Parameter::Unknown { list: false, number, allowed }) if !unknown::in_text(name) => {
-                Some((name, Domain { number: *number, allowed: allowed.as_deref() }))
+            Some(Parameter::Unknown { list: false, number, allowed }) => {
+                Some(Domain { number: *number, allowed: allowed.as_deref() })
             }
             _ => None,
         }
     }
-}
-
-/// The values an unknown parameter may have: any text, any number, or one of a list.
-struct Domain<'a> {
-    number: bool,
-    allowed: Option<&'a [String]>,
-}
-
-impl Domain<'_> {
-    fn admits(&self, text: &str) -> bool {
-        (!self.number || text.trim().parse::<f64>().is_ok_and(f64::is_finite))
-            && self.allowed.is_none_or(|allowed| allowed.iter().any(|a| a == text))
-    }
-
-    /// Whether no value is in both.
-    fn disjoint(&self, other: &Domain<'_>) -> bool {
-        match (self.allowed, other.allowed) {
-            (Some(allowed), _) => !allowed.iter().any(|a| other.admits(a)),
-            (None, Some(allowed)) => !allowed.iter().any(|a| self.admits(a)),
-            (None, None) => false,
-        }
-    }
-}
-
-/// Whether the unknown parameter `name` equals `text` in this run.
-fn parameter_equals(checking: &Checking, name: &str, domain: &Domain<'_>, text: &str) -> bool {
-    if !domain.admits(text) {
-        return false;
-    }
-    let allowed = domain.allowed;
-    if let Some(value) = checking.equal.borrow().get(name) {
-        return value == text;
-    }
-    let mut different = checking.different.borrow_mut();
-    let excluded = different.entry(name.to_string()).or_default();
-    if excluded.iter().any(|e| e == text) {
-        return false;
-    }
-    if let Some(allowed) = allowed {
-        let left: Vec<&String> = allowed.iter().filter(|a| !excluded.contains(a)).collect();
-        if !left.iter().any(|a| *a == text) {
-            return false;
-        }
-        if left.len() == 1 {
-            checking.equal.borrow_mut().insert(name.to_string(), text.to_string());
-            return true;
-        }
-    }
-    let answer = checking.decide();
-    if answer {
-        checking.equal.borrow_mut().insert(name.to_string(), text.to_string());
-    } else {
-        excluded.push(text.to_string());
-    }
-    answer
 }
 
 /// Fn::Equals compares values as text: `"1"` equals `1`, `"true"` equals `true`.

@@ -98,3 +98,15 @@ fn combinations_are_bounded() {
     assert!(!checked.complete);
     assert_eq!(checked.variants.len(), MAX_VARIANTS);
 }
+
+#[test]
+fn parameters_compared_with_each_other_agree_with_their_values() {
+    let sections = "Parameters:\n  A: {Type: String, AllowedValues: [a, b]}\n  T: {Type: String}\n\
+        Conditions:\n  TisC: !Equals [!Ref T, c]\n  Same: !Equals [!Ref A, !Ref T]\n";
+    // Whichever is asked first, T = c and A = T never hold together (A is a or b).
+    for metadata in ["x: !If [TisC, !If [Same, both, one], other]", "x: !If [Same, !If [TisC, both, one], other]"] {
+        let values: Vec<Value> = variants(sections, metadata).into_iter().map(|v| v["x"].clone()).collect();
+        assert!(!values.contains(&json!("both")), "{metadata}: {values:?}");
+        assert!(values.contains(&json!("one")) && values.contains(&json!("other")), "{metadata}: {values:?}");
+    }
+}

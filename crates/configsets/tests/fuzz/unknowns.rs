@@ -232,8 +232,9 @@ fn case() -> impl Strategy<Value = (Value, Inputs, Vec<(String, Vec<String>)>)> 
                                 .map(String::from)
                                 .chain(compared.iter().filter(|t| t.trim().parse::<f64>().is_ok()).cloned())
                                 .collect(),
-                            // Its own, or another list's (so that two lists may be equal).
-                            Kind::List => lists.iter().cloned().chain([own]).collect(),
+                            // Its own, another list's (so that two lists may be equal), or
+                            // one no other is.
+                            Kind::List => lists.iter().cloned().chain([own, "p,q,r".to_string()]).collect(),
                         };
                         (name, pool)
                     })
