@@ -288,7 +288,7 @@ fn combinations(inputs: &Inputs, pools: &[(String, Vec<String>)]) -> Vec<Inputs>
 }
 
 proptest! {
-    #![proptest_config(config(128))]
+    #![proptest_config(config(512))]
 
     #[test]
     fn an_unknown_never_adds_a_finding((template, inputs, pools) in case()) {
