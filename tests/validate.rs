@@ -465,8 +465,12 @@ fn a_template_is_rendered_and_its_findings_point_into_it() {
         "/Resources/Web/Metadata/AWS::CloudFormation::Init/config/files/etc~1site.conf"
     );
 
-    // What render cannot resolve is an error naming it, with the option that gives it.
-    validate(&[]).code(1).stdout_is("").stderr_has("Site").stderr_has("help: give it with -p Site=VALUE");
+    // Without -p, Site is unknown: the same findings, and the summary counts both resources.
+    validate(&[])
+        .code(1)
+        .stderr_is("")
+        .stdout_has(&format!("{path}:{line}:{column}: error[E030]"))
+        .stdout_has(&format!("{path}: 1 error, 0 warnings in 2 resources with AWS::CloudFormation::Init\n"));
     // A resource without Init, and options that conflict.
     validate(&["-p", "Site=x", "-r", "Bucket"])
         .code(1)
@@ -475,12 +479,9 @@ fn a_template_is_rendered_and_its_findings_point_into_it() {
     let none = sandbox.path("none.yaml");
     std::fs::write(&none, "Resources:\n  Bucket:\n    Type: AWS::S3::Bucket\n").unwrap();
     // Nothing to check is no error for a linter run on every template of a repository.
-    sandbox
-        .cmd("cfn-bootstrap")
-        .args(["validate", "-t", &none.display().to_string()])
-        .run()
-        .code(0)
-        .stdout_is(&format!("{}: 0 errors, 0 warnings\n", none.display()));
+    sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &none.display().to_string()]).run().code(0).stdout_is(
+        &format!("{}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n", none.display()),
+    );
 }
 
 #[test]
@@ -533,4 +534,194 @@ fn validate_t_stops_an_alias_bomb_and_chained_aliases_at_their_limits() {
         "cfn-bootstrap validate: {chain}:7:135: values are nested more than 128 deep with this alias expanded \
          (each collection and short-form tag is a level)\n"
     ));
+}
+
+/// Issue 23: a template whose parameters have no values (no Default, no -p), whose
+/// configSets have no `default`, and whose resources refer to one another.
+const UNKNOWNS_YAML: &str = "\
+Parameters:
+  KeyName:
+    Type: AWS::EC2::KeyPair::KeyName
+  Bucket:
+    Type: String
+  Proto:
+    Type: String
+  Env:
+    Type: String
+    AllowedValues: [dev, prod]
+  Pkgs:
+    Type: CommaDelimitedList
+Conditions:
+  IsProd: !Equals [!Ref Env, prod]
+Resources:
+  Web:
+    Type: AWS::EC2::Instance
+    Metadata:
+      AWS::CloudFormation::Init:
+        configSets:
+          create: [install]
+          update: [install, tune]
+        install:
+          sources:
+            /opt/app: !Sub '${Proto}://${Bucket}/app.tar.gz'
+            /opt/lib: !Sub 's3://${Bucket}/lib.tar.gz'
+          files:
+            /etc/key:
+              content: !Ref KeyName
+            /etc/db:
+              content: !GetAtt Db.Endpoint.Address
+            /etc/pkgs:
+              content: !Join [',', !Ref Pkgs]
+        tune:
+          files:
+            /etc/tune:
+              content: !If [IsProd, 'not base64!', 'ZGV2Cg==']
+              encoding: base64
+    Properties:
+      KeyName: !Ref KeyName
+  Db:
+    Type: AWS::RDS::DBInstance
+";
+
+/// Writes `text` as a template in the sandbox; its path.
+fn template_file(sandbox: &Sandbox, name: &str, text: &str) -> String {
+    let path = sandbox.path(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Issue 23 point 1: AWS-style templates with required parameters validate without -p
+/// (and without -c): 0 errors.
+#[test]
+fn templates_with_required_parameters_validate_without_values() {
+    let sandbox = sandbox();
+    for name in [
+        "seed.yaml",
+        "lamp_single_instance.yaml",
+        "lamp_single_instance.json",
+        "wordpress_single_instance.yaml",
+        "wordpress_single_instance.json",
+    ] {
+        let path = workspace().join("tests/templates").join(name).display().to_string();
+        let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).run();
+        // Their user data runs cfn-init with --configsets: no W008 (cfn-init without
+        // --configsets would fail) since something tells which configSets run.
+        run.code(0)
+            .stderr_is("")
+            .stdout_is(&format!("{path}: 0 errors, 0 warnings in 1 resource with AWS::CloudFormation::Init\n"));
+    }
+}
+
+/// Issue 23 points 1 and 2: unknowns never hide a real mistake: the s3:// URL (whatever
+/// the bucket), the base64 that does not decode in the prod branch of a condition over an
+/// unknown parameter; the checks that need a value skip it and say so at -v; -p narrows.
+#[test]
+fn unknowns_keep_real_mistakes_and_skip_what_needs_a_value() {
+    let sandbox = sandbox();
+    let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
+    let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
+
+    let run = validate(&[]);
+    run.code(1).stderr_is("");
+    // A partly known URL: its scheme is known.
+    let (line, column) = place_of(UNKNOWNS_YAML, "!Sub 's3://");
+    let e037 = format!(
+        "{path}:{line}:{column}: error[E037]: Failed to retrieve s3://${{Bucket}}/lib.tar.gz: Unsupported URL scheme s3 \
+         (configSets create, update)\n"
+    );
+    assert!(run.stdout.contains(&e037), "{run}");
+    // The mistake in one branch of Fn::If over Env, found without a value for Env.
+    let (line, column) = place_of(UNKNOWNS_YAML, "!If [IsProd");
+    let e034 = format!("{path}:{line}:{column}: error[E034]: Malformed base64: not base64! (configSet update)\n");
+    assert!(run.stdout.contains(&e034), "{run}");
+    assert!(run.stdout.contains("warning[W008]"), "{run}");
+    assert!(run.stdout.contains(&format!("{path}: 2 errors, 1 warning in 1 resource with ")), "{run}");
+    // The URL whose scheme is unknown is skipped, and -v says so.
+    assert!(!run.stdout.contains("/opt/app"), "{run}");
+    validate(&["-v"]).code(1).stderr_is(
+        "cfn-bootstrap validate: /Resources/Web/Metadata/AWS::CloudFormation::Init/install/sources/~1opt~1app: \
+         skipped E037 (bad-url): it needs the value of Proto, Bucket\n",
+    );
+
+    // -p narrows: Env=dev takes the branch whose base64 decodes.
+    let run = validate(&["-p", "Env=dev", "-p", "Proto=https"]);
+    run.code(1);
+    assert!(!run.stdout.contains("E034"), "{run}");
+    assert!(run.stdout.contains(&e037), "{run}");
+    validate(&["-p", "Env=prod"]).code(1).stdout_has(&e034);
+    // A value not allowed is still refused.
+    validate(&["-p", "Env=test"]).code(1).stdout_is("").stderr_has("must be one of AllowedValues");
+}
+
+/// Issue 23 point 2: without -c every configSet is checked, W008 on configSets without
+/// default; with -c, as before: the named ones must exist, no W008.
+#[test]
+fn every_configset_unless_told_and_c_as_before() {
+    let sandbox = sandbox();
+    let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
+    let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
+    let (line, column) = place_of(UNKNOWNS_YAML, "configSets:");
+    validate(&["-p", "Env=dev", "-p", "Proto=https", "-p", "Bucket=b"])
+        .code(1)
+        .stdout_has(&format!(
+            "{path}:{line}:{column}: warning[W008]: cfn-init without --configsets would fail here: \
+             no configSet named default exists\n"
+        ))
+        .stdout_has("= help: run cfn-init with --configsets naming some of: create, update\n");
+    let run = validate(&["-c", "create,update"]);
+    run.code(1);
+    assert!(!run.stdout.contains("W008") && !run.stdout.contains("E011"), "{run}");
+    validate(&["-c", "create,nope"])
+        .code(1)
+        .stdout_has("error[E011]: Error: no ConfigSet named nope exists\n")
+        .stdout_has("= help: the configSets are: create, update\n");
+    // A metadata file: the same (no -c, every configSet).
+    let metadata = "{\"AWS::CloudFormation::Init\": {\"configSets\": {\"a\": [\"c\"]}, \"c\": {\"files\": {\"x\": {\"content\": \"y\"}}}}}";
+    let (run, file) = validate_text(&sandbox, metadata, &[]);
+    run.code(1)
+        .stdout_has(&format!("{file}:1:32: warning[W008]"))
+        .stdout_has("error[E030]: File specified with non-absolute path: x (configSet a)\n");
+}
+
+/// Issue 23 point 4: --format sarif of a template keeps the 2.1.0 shape, with a result
+/// for each finding placed in the template.
+#[test]
+fn sarif_of_a_template_with_findings_has_the_2_1_0_shape() {
+    let sandbox = sandbox();
+    let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
+    let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path, "--format", "sarif"]).run();
+    run.code(1).stderr_is("");
+    let sarif: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let driver = &sarif["runs"][0]["tool"]["driver"];
+    let rules: Vec<&str> = driver["rules"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let mut ids: Vec<&str> = results.iter().map(|r| r["ruleId"].as_str().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, ["E034", "E037", "W008"]);
+    for result in results {
+        let id = result["ruleId"].as_str().unwrap();
+        assert_eq!(rules[result["ruleIndex"].as_u64().unwrap() as usize], id);
+        assert!(["error", "warning"].contains(&result["level"].as_str().unwrap()));
+        let physical = &result["locations"][0]["physicalLocation"];
+        assert_eq!(physical["artifactLocation"]["uri"], path.as_str());
+        assert!(physical["region"]["startLine"].as_u64().unwrap() > 1);
+        let pointer = result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].as_str().unwrap();
+        assert!(pointer.starts_with("/Resources/Web/Metadata/"), "{pointer}");
+    }
+}
+
+/// The benchmark's template (`cargo xtask bench`, workload validate-template): 10 resources
+/// with Init, parameters without values, conditions over them: clean.
+#[test]
+fn the_large_benchmark_template_validates_clean() {
+    let sandbox = sandbox();
+    let path = workspace().join("tests/templates/large_init.yaml").display().to_string();
+    sandbox
+        .cmd("cfn-bootstrap")
+        .args(["validate", "-t", &path])
+        .run()
+        .code(0)
+        .stderr_is("")
+        .stdout_is(&format!("{path}: 0 errors, 0 warnings in 10 resources with AWS::CloudFormation::Init\n"));
 }

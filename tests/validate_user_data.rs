@@ -15,34 +15,6 @@ fn sample(name: &str) -> String {
     std::fs::read_to_string(workspace().join(SAMPLES).join(name)).unwrap()
 }
 
-/// Until validate takes templates whose parameters have no values (issue 23, point 1)
-/// and checks every configSet without -c (point 2), the values and configSets these
-/// samples need. Drop this function, and its uses, when those land: the tests must then
-/// pass with no -p and no -c.
-fn until_parameters_are_optional(name: &str) -> Vec<String> {
-    let pairs: &[&str] = match name {
-        "RHEL9_cfn-hup.yaml" => &["-p", "KeyName=k", "-p", "SubnetId=subnet-1", "-c", "full_install"],
-        "ec2_with_waitcondition_template.yaml" => &[
-            "-p",
-            "InstanceName=i",
-            "-p",
-            "ImageId=ami-1",
-            "-p",
-            "VpcId=vpc-1",
-            "-p",
-            "SubnetId=subnet-1",
-            "-p",
-            "TestID=t",
-            "-p",
-            "TestTarget=t",
-            "-p",
-            "AgentID=a",
-        ],
-        _ => &[],
-    };
-    pairs.iter().map(|s| s.to_string()).collect()
-}
-
 /// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name.
 fn sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
@@ -56,7 +28,7 @@ fn validate(name: &str, text: &str) -> (Run, Value) {
     let file = sandbox.path(name);
     std::fs::write(&file, text).unwrap();
     let command = sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&file);
-    let run = command.args(until_parameters_are_optional(name)).arg("--format").arg("json").run();
+    let run = command.arg("--format").arg("json").run();
     let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e})\n{run}"));
     (run, json)
 }

@@ -8,19 +8,15 @@
 mod shell;
 mod user_data;
 
-// What tells `validate` without -c which configSets a resource runs.
-#[allow(unused_imports)]
-pub use user_data::configsets_named_by_user_data;
-
 use crate::init::{self, ReadError};
 use crate::options;
 use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
-use cfn_configsets::checks::{self, Finding, RULES, Severity, Target};
+use cfn_configsets::checks::{self, Checked, Finding, RULES, Requested, Severity, Skipped, Target};
 use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
-use cfn_template::Template;
+use cfn_template::{Template, unknown};
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -40,7 +36,10 @@ pub fn command() -> Command {
              suspect, without running anything. The metadata comes from a file, from standard input (-),\n\
              from a stack resource (-s STACK -r RESOURCE, with cfn-init's credential options), or from a\n\
              template (-t FILE, JSON or YAML: the Metadata of -r RESOURCE, or of every resource with\n\
-             AWS::CloudFormation::Init, resolved as `cfn-bootstrap render` resolves it).\n\n\
+             AWS::CloudFormation::Init, resolved as `cfn-bootstrap render` resolves it). A template needs no\n\
+             values: a parameter without one (no -p, no Default), another resource's Ref or attribute, or an\n\
+             export is any value of its type; the checks that need it skip it (-v says which), and a condition\n\
+             over it is checked both ways. Without -c every configSet is checked.\n\n\
              Each finding reads FILE:LINE:COL: error[CODE]: message, with the line and a caret under the\n\
              place, and a help line when there is a fix; --format json or sarif (SARIF 2.1.0) for tools.\n\
              Exit status: 0 no errors (warnings allowed), 1 errors or unreadable metadata, 2 usage.",
@@ -61,8 +60,15 @@ pub fn command() -> Command {
                 .short('r'),
         )
         .arg(
-            value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: \"default\")")
+            value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: every one)")
                 .short('c'),
+        )
+        .arg(
+            Arg::new("verbose")
+                .short('v')
+                .long("verbose")
+                .action(ArgAction::SetTrue)
+                .help("Say on standard error which checks were skipped for want of a value"),
         )
         .arg(value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'))
         .arg(value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."))
@@ -100,6 +106,8 @@ pub struct Input {
     pub template: Option<Template>,
     /// What the template's user data and cfn-hup files ask for (the calls found).
     pub found: Option<Value>,
+    /// How many resources with Init a template's were checked in (for the summary line).
+    pub resources: Option<usize>,
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
@@ -127,9 +135,19 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let api = options::api_options_from(text);
     let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
         Ok(fetched) => {
-            let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
-            let input = Input { name, uri, value: fetched.value, text: fetched.text, template: None, found: None };
-            return report(&input, &validate(&input, &requested), format(matches));
+            let requested = Requested::from_option(text("configsets").as_deref());
+            let input = Input {
+                name,
+                uri,
+                value: fetched.value,
+                text: fetched.text,
+                template: None,
+                found: None,
+                resources: None,
+            };
+            let checked = validate(&input, &requested);
+            verbose(matches, &checked.skipped);
+            return report(&input, &checked.findings, format(matches));
         }
         Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
             // Shown against the file's text when it can be read again (not standard input).
@@ -137,7 +155,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
                 MetadataSource::File(path) => std::fs::read_to_string(path).ok(),
                 _ => None,
             };
-            let input = Input { name, uri, value: Value::Null, text, template: None, found: None };
+            let input = Input { name, uri, value: Value::Null, text, template: None, found: None, resources: None };
             let finding = Finding {
                 severity: Severity::Error,
                 code: "E001",
@@ -159,10 +177,28 @@ fn format(matches: &ArgMatches) -> &str {
 }
 
 /// Every finding of `input`: duplicate keys, then the checks of its Init.
-pub fn validate(input: &Input, requested: &[String]) -> Vec<Finding> {
+pub fn validate(input: &Input, requested: &Requested) -> Checked {
+    let mut checked = check_init(&input.value, requested);
     let mut findings = input.text.as_deref().map(duplicates).unwrap_or_default();
-    findings.extend(check_init(&input.value, requested));
-    findings
+    findings.append(&mut checked.findings);
+    Checked { findings, ..checked }
+}
+
+/// With -v: each check skipped for want of a value, on standard error.
+fn verbose(matches: &ArgMatches, skipped: &[Skipped]) {
+    if !matches.get_flag("verbose") {
+        return;
+    }
+    for skip in skipped {
+        let names: Vec<String> = skip.unknowns.iter().map(|n| n.trim_end_matches("[]").to_string()).collect();
+        eprintln!(
+            "cfn-bootstrap validate: {}: skipped {} ({}): it needs the value of {}",
+            unknown::display(&skip.pointer),
+            skip.code,
+            rule(skip.code).1,
+            names.join(", ")
+        );
+    }
 }
 
 /// The keys given twice in a JSON text: all but the last are lost.
@@ -185,28 +221,29 @@ fn duplicates(text: &str) -> Vec<Finding> {
 }
 
 /// The checks of the Init in `metadata`.
-fn check_init(metadata: &Value, requested: &[String]) -> Vec<Finding> {
+fn check_init(metadata: &Value, requested: &Requested) -> Checked {
+    let only = |finding: Finding| Checked { findings: vec![finding], skipped: Vec::new() };
     // An empty Init is not truthy: cfn-init says it found none and exits 0 (INIT-CLI-07).
     if metadata.get("AWS::CloudFormation::Init").is_some_and(|init| init.as_object().is_some_and(|m| m.is_empty())) {
-        return vec![Finding {
+        return only(Finding {
             severity: Severity::Warning,
             code: "W062",
             message: "AWS::CloudFormation::Init is empty: cfn-init finds nothing to run and exits 0".into(),
             pointer: "/AWS::CloudFormation::Init".into(),
             target: Target::Value,
             help: None,
-        }];
+        });
     }
     match InitDocument::parse(metadata) {
-        Ok(document) => checks::check(metadata, &document, requested),
-        Err(e) => vec![Finding {
+        Ok(document) => checks::check_all(metadata, &document, requested),
+        Err(e) => only(Finding {
             severity: Severity::Error,
             code: "E003",
             message: e.to_string(),
             pointer: String::new(),
             target: Target::Value,
             help: Some("cfn-init has nothing to run without an AWS::CloudFormation::Init object".into()),
-        }],
+        }),
     }
 }
 
@@ -230,22 +267,44 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
     // A template without Init has nothing for those checks, which is no error for a linter
     // run on every template of a repository; its user data is still read.
     let inputs = render::inputs(matches, text("region"));
-    let requested = cfn_configsets::configsets::requested(text("configsets").as_deref());
+    let (from_user_data, found) = user_data::check(&rendered.0, &rendered.1);
+    let named = user_data::configsets_named(&found);
     let mut findings = duplicates(&rendered.1);
+    let mut skipped = Vec::new();
     for resource in &resources {
-        let metadata = match render::metadata(&rendered, resource, &inputs) {
-            Ok(metadata) => metadata,
-            Err(message) => return failed(&message),
+        let checked = match rendered.0.metadata_for_checks(resource, &inputs) {
+            Ok(checked) => checked,
+            Err(error) => return failed(&error.to_string()),
         };
+        if !checked.complete && matches.get_flag("verbose") {
+            eprintln!(
+                "cfn-bootstrap validate: {resource}: its conditions have more than {} combinations of values; \
+                 the first {0} were checked",
+                cfn_template::MAX_VARIANTS
+            );
+        }
+        let requested = requested_for(text("configsets").as_deref(), named.contains_key(resource));
         let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
-        findings.extend(
-            check_init(&metadata, &requested)
-                .into_iter()
-                .map(|finding| Finding { pointer: format!("{within}{}", finding.pointer), ..finding }),
-        );
+        // Each combination of the conditions left undecided is checked; a finding of
+        // several is reported once.
+        for metadata in &checked.variants {
+            let Checked { findings: found, skipped: skips } = check_init(metadata, &requested);
+            for finding in found {
+                let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
+                if !findings.contains(&finding) {
+                    findings.push(finding);
+                }
+            }
+            for skip in skips {
+                let skip = Skipped { pointer: format!("{within}{}", skip.pointer), ..skip };
+                if !skipped.contains(&skip) {
+                    skipped.push(skip);
+                }
+            }
+        }
     }
+    verbose(matches, &skipped);
     let (template, source) = rendered;
-    let (from_user_data, found) = user_data::check(&template, &source);
     let input = Input {
         name: path.to_string(),
         uri: (path != "-").then(|| path.to_string()),
@@ -253,9 +312,20 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
         text: Some(source),
         template: Some(template),
         found: Some(found),
+        resources: Some(resources.len()),
     };
     let located = locate(&input, &findings, from_user_data);
     Ok((input, located))
+}
+
+/// Which configSets `-t` checks in a resource: those `-c` names, or every one; `told`
+/// when the template's user data (or a hook's action) names the configSets cfn-init runs
+/// it with, so that "cfn-init without --configsets would fail" is not said (W008).
+fn requested_for(configsets: Option<&str>, told: bool) -> Requested {
+    match Requested::from_option(configsets) {
+        Requested::Every { .. } => Requested::Every { told },
+        given => given,
+    }
 }
 
 /// `-t` with one template or several: each checked, printed as one document (a JSON
@@ -276,6 +346,7 @@ fn validate_templates(matches: &ArgMatches, paths: &[&str]) -> ExitCode {
             Err(_) => failed = true,
         }
     }
+    let checked: Vec<(Input, Vec<Located>)> = checked.into_iter().map(|(i, f)| (i, shown(&f))).collect();
     let out = match format {
         "json" => format!("{:#}\n", Value::Array(checked.iter().map(|(i, f)| as_json(i, f)).collect())),
         "sarif" => {
@@ -301,7 +372,15 @@ fn validate_templates(matches: &ArgMatches, paths: &[&str]) -> ExitCode {
 
 impl Input {
     fn empty() -> Input {
-        Input { name: String::new(), uri: None, value: Value::Null, text: None, template: None, found: None }
+        Input {
+            name: String::new(),
+            uri: None,
+            value: Value::Null,
+            text: None,
+            template: None,
+            found: None,
+            resources: None,
+        }
     }
 }
 
@@ -341,6 +420,7 @@ fn locate(input: &Input, findings: &[Finding], placed: Vec<Located>) -> Vec<Loca
 type Located = (Finding, Option<(usize, usize)>);
 
 fn print(input: &Input, findings: &[Located], format: &str) -> ExitCode {
+    let findings = &shown(findings);
     let out = match format {
         "json" => format!("{:#}\n", as_json(input, findings)),
         "sarif" => format!("{:#}\n", as_sarif(input, findings)),
@@ -351,6 +431,18 @@ fn print(input: &Input, findings: &[Located], format: &str) -> ExitCode {
         return ExitCode::FAILURE;
     }
     if findings.iter().any(|(f, _)| f.severity == Severity::Error) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// The findings as they are shown: an unknown as `${NAME}`.
+fn shown(findings: &[Located]) -> Vec<Located> {
+    findings
+        .iter()
+        .map(|(f, position)| {
+            let message = unknown::display(&f.message);
+            let help = f.help.as_deref().map(unknown::display);
+            (Finding { message, help, pointer: unknown::display(&f.pointer), ..f.clone() }, *position)
+        })
+        .collect()
 }
 
 fn count(findings: &[Located], severity: Severity) -> usize {
@@ -392,7 +484,11 @@ pub fn as_text(input: &Input, findings: &[Located]) -> String {
         }
     }
     let (errors, warnings) = (count(findings, Severity::Error), count(findings, Severity::Warning));
-    out.push_str(&format!("{}: {}, {}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
+    let checked = match input.resources {
+        Some(n) => format!(" in {} with AWS::CloudFormation::Init", plural(n, "resource")),
+        None => String::new(),
+    };
+    out.push_str(&format!("{}: {}, {}{checked}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
     out
 }
 

@@ -4,11 +4,15 @@
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
 //! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
-//! render, validate).
+//! render, validate, validate-template).
 //!
 //! `render` is `cfn-bootstrap render` of the seed template (the end-to-end scenario's),
 //! `validate` is `cfn-bootstrap validate` of the seed metadata (the scenario stack's, in
 //! tests/validate): ours alone, the reference has no such commands (target: under 5 ms wall).
+//! `validate-template` is `cfn-bootstrap validate -t` of a 1,100-line template with 10
+//! resources with Init and parameters without values (tests/templates/large_init.yaml),
+//! every resource and configSet, each condition over an unknown both ways (target: under
+//! 20 ms wall).
 //!
 //! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
 //! minutes (a poll a second) to show its memory stays flat; it works in
@@ -68,9 +72,12 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 12] = ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate"];
+const WORKLOAD_IDS: [&str; 13] =
+    ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate", "validate-template"];
 /// `cfn-bootstrap validate`'s input: the seed metadata.
 const SEED_METADATA: &str = "tests/validate/seed-metadata.json";
+/// `cfn-bootstrap validate -t`'s input: a large template without its parameters' values.
+const LARGE_TEMPLATE: &str = "tests/templates/large_init.yaml";
 
 struct Options {
     vs: Option<String>,
@@ -712,6 +719,16 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             clean: None,
             floor: None,
         },
+        Workload {
+            id: "validate-template",
+            title: "cfn-bootstrap validate -t: 10 resources with Init, no parameter values".into(),
+            tool: "cfn-bootstrap",
+            args: ["validate", "-t", &root.join(LARGE_TEMPLATE).display().to_string()].map(String::from).into(),
+            runs: n,
+            warmup,
+            clean: None,
+            floor: None,
+        },
     ];
     workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
@@ -917,8 +934,10 @@ impl Report<'_> {
         let mut targets = Vec::new();
         // Ratios need the other implementation; the floor and the size do not.
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
-            let needs_vs = !matches!(id, "w2-floor" | "w6-flat" | "w7-size" | "render-wall" | "validate-wall")
-                && !id.starts_with("floor-");
+            let needs_vs = !matches!(
+                id,
+                "w2-floor" | "w6-flat" | "w7-size" | "render-wall" | "validate-wall" | "validate-template-wall"
+            ) && !id.starts_with("floor-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -991,6 +1010,14 @@ impl Report<'_> {
             "< 5 ms",
             validate,
             validate < 5.0,
+        );
+        let large = self.median("validate-template", "ours", |s| s.wall.median);
+        check(
+            "validate-template-wall",
+            "cfn-bootstrap validate -t of a 1,100-line template, 10 resources with Init: wall, ms",
+            "< 20 ms",
+            large,
+            large < 20.0,
         );
         let bytes =
             footprint["ours"]["musl"]["bytes"].as_f64().or_else(|| footprint["ours"]["release"]["bytes"].as_f64());

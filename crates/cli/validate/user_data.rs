@@ -55,10 +55,9 @@ pub fn check(template: &Template, source: &str) -> (Vec<Located>, Value) {
 }
 
 /// For each resource, the configSets the cfn-init calls of the user data (and of the
-/// hooks' actions) run on it, when the calls say; a resource no call names is absent.
-#[allow(dead_code)] // read by the every-configSet check (`told`)
-pub fn configsets_named_by_user_data(template: &Template, source: &str) -> BTreeMap<String, Vec<String>> {
-    let (_, found) = check(template, source);
+/// hooks' actions) run on it, from the calls [`check`] found; a resource no call names is
+/// absent.
+pub fn configsets_named(found: &Value) -> BTreeMap<String, Vec<String>> {
     let mut named: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for call in found.as_array().into_iter().flatten() {
         let (Some(resource), Some(sets)) = (call["resource"].as_str(), call["configsets"].as_array()) else { continue };
@@ -535,9 +534,9 @@ mod tests {
 
     fn run(source: &str) -> (Codes, BTreeMap<String, Vec<String>>) {
         let template = Template::parse("t.yaml", source).unwrap();
-        let (findings, _) = check(&template, source);
+        let (findings, found) = check(&template, source);
         let codes = findings.iter().map(|(f, at)| (f.code, at.map_or(0, |p| p.0))).collect();
-        (codes, configsets_named_by_user_data(&template, source))
+        (codes, configsets_named(&found))
     }
 
     /// A launch configuration whose user data runs cfn-init on itself and signals its group.

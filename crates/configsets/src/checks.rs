@@ -2,6 +2,13 @@
 //! without running anything, and what works but is suspect. Each finding has a stable
 //! code (documented in the README), the JSON pointer it is about, and the text cfn-init
 //! prints where it has one.
+//!
+//! Metadata resolved from a template without every value holds *unknowns*
+//! ([`cfn_template::unknown`]). A check that needs a value (a URL's scheme, base64, a
+//! Mustache template, a mode, an authentication's name, …) skips a value holding one and
+//! says so in [`Checked::skipped`]; what the known part of a value decides is still
+//! checked (`s3://${Bucket}/key` is an s3 URL whatever the bucket). An unknown never
+//! produces a finding that some value could not produce.
 
 use crate::configsets::ConfigSets;
 use crate::document::{CommandEntry, InitDocument, Item, ManagerPackages, SERVICE_MANAGERS, Section, Sections};
@@ -9,7 +16,51 @@ use crate::locations::pointer_step;
 use crate::model::{Content, FileSpec, ModelError};
 use crate::tool::refuse_option_like;
 use cfn_aws::auth::AuthBlock;
+use cfn_template::unknown;
 use serde_json::Value;
+
+/// Which configSets to check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requested {
+    /// Those `-c` names: each must exist (E011).
+    Given(Vec<String>),
+    /// Every configSet the metadata defines (the implicit `default` running `config` when
+    /// it defines none). `told`: whether something says which configSets cfn-init is run
+    /// with; when nothing does, configSets without `default` are a warning (W008), as
+    /// cfn-init without `--configsets` would fail.
+    Every { told: bool },
+}
+
+impl Requested {
+    /// From `-c`: the names it lists, or every configSet when it is absent or blank.
+    pub fn from_option(option: Option<&str>) -> Requested {
+        match option.map(str::trim).filter(|o| !o.is_empty()) {
+            Some(list) => Requested::Given(crate::configsets::requested(Some(list))),
+            None => Requested::Every { told: false },
+        }
+    }
+}
+
+/// A check that did not run because the value it needs is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub code: &'static str,
+    pub pointer: String,
+    /// The unknowns in the value, by name.
+    pub unknowns: Vec<String>,
+}
+
+/// What the checks found, and which they skipped for want of values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The checks whose findings depend on values inside the entry they point at (a model
+/// error: a mode, an owner, a version; a configSet's entries). Such a finding at a value
+/// holding an unknown is skipped: another value might not have it.
+const NEEDS_VALUES: [&str; 5] = ["E010", "E012", "E020", "E021", "E051"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -86,6 +137,7 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ("W005", "string-boolean", "ignoreErrors as a string, which AWS's cfn-init reads as true unless empty"),
     ("W006", "basic-auth-over-http", "A basic authentication block used over plain http"),
     ("W007", "dropped-authentication", "An authentication block cfn-init drops"),
+    ("W008", "no-default-configset", "configSets without default, and nothing says which cfn-init runs"),
 ];
 
 const CONFIG_KEYS: [&str; 7] = ["packages", "groups", "users", "sources", "files", "commands", "services"];
@@ -113,6 +165,7 @@ struct Checker<'a> {
     metadata: &'a Value,
     document: &'a InitDocument,
     findings: Vec<Finding>,
+    skipped: Vec<Skipped>,
 }
 
 impl Checker<'_> {
@@ -143,6 +196,17 @@ impl Checker<'_> {
         self.metadata.pointer(pointer)
     }
 
+    /// Whether `value` (at `pointer`) holds an unknown; if so the check `code` is
+    /// recorded as skipped.
+    fn skips(&mut self, code: &'static str, pointer: &str, value: &str) -> bool {
+        if !unknown::in_text(value) {
+            return false;
+        }
+        let unknowns = unknown::names(&Value::String(value.to_string()));
+        self.skipped.push(Skipped { code, pointer: pointer.to_string(), unknowns });
+        true
+    }
+
     /// Keys of the object at `pointer` that are not in `known`.
     fn unknown_keys(&mut self, pointer: &str, known: &[&str], what: &str) {
         let Some(Value::Object(map)) = self.raw(pointer) else { return };
@@ -158,11 +222,60 @@ fn with_help(finding: &mut Finding, help: impl Into<String>) {
     finding.help = Some(help.into());
 }
 
-/// Checks the document parsed from `metadata`; `requested` are the configSets `-c` names.
-pub fn check(metadata: &Value, document: &InitDocument, requested: &[String]) -> Vec<Finding> {
-    let mut checker = Checker { metadata, document, findings: Vec::new() };
+/// Checks the document parsed from `metadata`, for the configSets `requested`.
+pub fn check(metadata: &Value, document: &InitDocument, requested: &Requested) -> Vec<Finding> {
+    check_all(metadata, document, requested).findings
+}
+
+/// [`check`], and the checks skipped for want of values.
+pub fn check_all(metadata: &Value, document: &InitDocument, requested: &Requested) -> Checked {
+    let mut checker = Checker { metadata, document, findings: Vec::new(), skipped: Vec::new() };
+    run_checks(&mut checker, requested);
+    let Checker { mut findings, mut skipped, .. } = checker;
+    findings.retain(|finding| {
+        let value = metadata.pointer(&finding.pointer).filter(|v| unknown::in_value(v));
+        match value {
+            Some(value) if NEEDS_VALUES.contains(&finding.code) => {
+                let unknowns = unknown::names(value);
+                skipped.push(Skipped { code: finding.code, pointer: finding.pointer.clone(), unknowns });
+                false
+            }
+            _ => true,
+        }
+    });
+    if let Ok(sets) = &document.config_sets {
+        name_configsets(metadata, document, sets, &mut findings);
+    }
+    Checked { findings, skipped }
+}
+
+/// When the Init defines configSets, each finding in a config says which configSets run
+/// it (or that none does: cfn-init never runs it).
+fn name_configsets(metadata: &Value, document: &InitDocument, sets: &ConfigSets, findings: &mut [Finding]) {
+    if metadata.pointer(&format!("{}/configSets", document.pointer)).is_none() {
+        return;
+    }
+    for config in &document.configs {
+        let running: Vec<&str> =
+            sets.iter().filter(|(_, configs)| configs.contains(&config.name)).map(|(set, _)| set.as_str()).collect();
+        let note = match running.as_slice() {
+            [] => " (in no configSet: cfn-init never runs it)".to_string(),
+            [one] => format!(" (configSet {one})"),
+            many => format!(" (configSets {})", many.join(", ")),
+        };
+        let within = format!("{}/", config.pointer);
+        for finding in findings.iter_mut() {
+            if finding.pointer == config.pointer || finding.pointer.starts_with(&within) {
+                finding.message.push_str(&note);
+            }
+        }
+    }
+}
+
+fn run_checks(checker: &mut Checker<'_>, requested: &Requested) {
+    let document = checker.document;
     match &document.config_sets {
-        Ok(sets) => check_requested(&mut checker, sets, requested),
+        Ok(sets) => check_requested(checker, sets, requested),
         Err(ModelError(message)) => {
             let pointer = format!("{}/configSets", document.pointer);
             checker.error("E010", &pointer, message.clone());
@@ -172,7 +285,7 @@ pub fn check(metadata: &Value, document: &InitDocument, requested: &[String]) ->
         match &config.sections {
             Ok(sections) => {
                 checker.unknown_keys(&config.pointer, &CONFIG_KEYS, "section");
-                check_sections(&mut checker, sections);
+                check_sections(checker, sections);
             }
             Err(ModelError(message)) => {
                 checker.error("E012", &config.pointer, message.clone());
@@ -186,10 +299,24 @@ pub fn check(metadata: &Value, document: &InitDocument, requested: &[String]) ->
             with_help(checker.warning("W007", &block.pointer, message.clone()), help);
         }
     }
-    checker.findings
 }
 
-fn check_requested(checker: &mut Checker<'_>, sets: &ConfigSets, requested: &[String]) {
+fn check_requested(checker: &mut Checker<'_>, sets: &ConfigSets, requested: &Requested) {
+    let pointer = format!("{}/configSets", checker.document.pointer);
+    let requested = match requested {
+        Requested::Given(names) => names,
+        Requested::Every { told: true } => return,
+        Requested::Every { told: false } => {
+            let explicit = checker.raw(&pointer).is_some();
+            if explicit && !sets.iter().any(|(set, _)| set == "default") {
+                let known: Vec<&str> = sets.iter().map(|(set, _)| set.as_str()).collect();
+                let message = "cfn-init without --configsets would fail here: no configSet named default exists";
+                let help = format!("run cfn-init with --configsets naming some of: {}", known.join(", "));
+                with_help(checker.warning("W008", &pointer, message), help);
+            }
+            return;
+        }
+    };
     for name in requested {
         if !sets.iter().any(|(set, _)| set == name) {
             let pointer = format!("{}/configSets", checker.document.pointer);
@@ -352,6 +479,12 @@ fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
         _ => {}
     }
     if let Some(Content::Text(text)) = &spec.content {
+        // Decoding or parsing needs the whole text (a Mustache template's errors are its
+        // text's: the context's values are only inserted).
+        let code = if spec.base64 { "E034" } else { "E035" };
+        if (spec.context.is_some() || spec.base64) && checker.skips(code, &format!("{pointer}/content"), text) {
+            return check_source(checker, pointer, spec);
+        }
         if spec.base64 {
             if crate::files::decode_base64(text).is_err() {
                 let pointer = format!("{pointer}/content");
@@ -366,6 +499,10 @@ fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
             checker.error("E035", &format!("{pointer}/content"), message);
         }
     }
+    check_source(checker, pointer, spec);
+}
+
+fn check_source(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
     if let Some(source) = &spec.source {
         check_url(checker, &format!("{pointer}/source"), source, false);
         if let Some(name) = &spec.authentication {
@@ -381,9 +518,19 @@ fn check_source_location(checker: &mut Checker<'_>, pointer: &str, location: &st
     }
 }
 
-/// A URL the downloader accepts: http or https (S3 objects by their https URL).
+/// A URL the downloader accepts: http or https (S3 objects by their https URL). Its
+/// scheme is what decides: a URL whose scheme is not known is skipped.
 fn check_url(checker: &mut Checker<'_>, pointer: &str, url: &str, archive: bool) {
     let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let decided = match &scheme {
+        Some(scheme) => !unknown::in_text(scheme),
+        // No "://" in the known text: an unknown may hold it.
+        None => !unknown::in_text(url),
+    };
+    if !decided {
+        checker.skips("E037", pointer, url);
+        return;
+    }
     let help = match scheme.as_deref() {
         Some("http" | "https") => return,
         Some("s3") => {
@@ -406,6 +553,9 @@ fn check_url(checker: &mut Checker<'_>, pointer: &str, url: &str, archive: bool)
 
 fn check_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, source: &str) {
     let pointer = format!("{pointer}/authentication");
+    if checker.skips("E036", &pointer, name) {
+        return;
+    }
     match checker.document.authentication(name).map(|block| &block.spec) {
         None => {
             let known: Vec<&str> = checker.document.authentication.iter().map(|b| b.key.as_str()).collect();
@@ -439,7 +589,13 @@ fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
         finding.target = Target::Value;
         with_help(finding, "give the test as one shell command string");
     }
-    if let Some(value @ Value::String(text)) = checker.raw(&format!("{pointer}/ignoreErrors")) {
+    let ignore_errors = format!("{pointer}/ignoreErrors");
+    if let Some(Value::String(text)) = checker.raw(&ignore_errors)
+        && checker.skips("W005", &ignore_errors, &text.clone())
+    {
+        return;
+    }
+    if let Some(value @ Value::String(text)) = checker.raw(&ignore_errors) {
         // This cfn-init reads "false" as false; AWS's reads any non-empty string as true.
         let (ours, theirs) = (cfn_python::truth::is_true(value), !text.is_empty());
         let message = if ours == theirs {
@@ -462,7 +618,7 @@ mod tests {
     fn findings(init: Value) -> Vec<(&'static str, String, String)> {
         let metadata = json!({ INIT_KEY: init });
         let document = InitDocument::parse(&metadata).unwrap();
-        check(&metadata, &document, &["default".to_string()])
+        check(&metadata, &document, &Requested::Given(vec!["default".to_string()]))
             .into_iter()
             .map(|f| (f.code, f.pointer, f.message))
             .collect()
@@ -477,6 +633,77 @@ mod tests {
             "services": {"sysvinit": {"nginx": {"enabled": true, "files": ["/etc/a"]}}}
         }});
         assert_eq!(findings(init), []);
+    }
+
+    fn checked(init: Value, requested: Requested) -> Checked {
+        let metadata = json!({ INIT_KEY: init });
+        let document = InitDocument::parse(&metadata).unwrap();
+        check_all(&metadata, &document, &requested)
+    }
+
+    #[test]
+    fn every_configset_unless_told_each_finding_naming_the_sets_that_run_it() {
+        let init = json!({
+            "configSets": {"create": ["a", "b"], "update": ["b"]},
+            "a": {"files": {"x": {"content": "1"}}},
+            "b": {"files": {"y": {"content": "2"}}},
+            "c": {"files": {"z": {"content": "3"}}},
+        });
+        let found = checked(init.clone(), Requested::Every { told: false }).findings;
+        let messages: Vec<(&str, &str)> = found.iter().map(|f| (f.code, f.message.as_str())).collect();
+        assert_eq!(
+            messages,
+            [
+                ("W008", "cfn-init without --configsets would fail here: no configSet named default exists"),
+                ("E030", "File specified with non-absolute path: x (configSet create)"),
+                ("E030", "File specified with non-absolute path: y (configSets create, update)"),
+                ("E030", "File specified with non-absolute path: z (in no configSet: cfn-init never runs it)"),
+            ]
+        );
+        assert_eq!(found[0].pointer, format!("/{INIT_KEY}/configSets"));
+        // Told: no warning; -c: each named set must exist, as before.
+        let told = checked(init.clone(), Requested::Every { told: true }).findings;
+        assert!(told.iter().all(|f| f.code == "E030") && told.len() == 3);
+        let given = checked(init, Requested::Given(vec!["update".into(), "nope".into()])).findings;
+        assert_eq!(given.iter().filter(|f| f.code == "E011").count(), 1);
+        assert!(given.iter().all(|f| f.code != "W008"));
+        // Without configSets (the implicit default) nothing changes.
+        let plain = checked(json!({"config": {"files": {"x": {"content": "1"}}}}), Requested::Every { told: false });
+        assert_eq!(plain.findings.len(), 1);
+        assert_eq!(plain.findings[0].message, "File specified with non-absolute path: x");
+    }
+
+    #[test]
+    fn checks_that_need_a_value_skip_an_unknown_and_what_the_known_part_decides_is_checked() {
+        let u = |name: &str| unknown::marker(name);
+        let init = json!({"config": {
+            "sources": {"/a": format!("{}://h/x", u("Proto")), "/b": format!("s3://{}/k", u("Bucket"))},
+            "files": {
+                "/c": {"content": u("Data"), "encoding": "base64"},
+                "/d": {"content": "{{/a}}", "context": {"a": u("A")}},
+                "/e": {"content": "x", "mode": u("Mode")},
+                "/f": {"source": format!("https://{}/f", u("Host")), "authentication": u("Auth")},
+            },
+            "commands": {"01": {"command": "true", "ignoreErrors": u("Ignore")}},
+        }});
+        let Checked { findings, skipped } = checked(init, Requested::Every { told: false });
+        let found: Vec<(&str, &str)> = findings.iter().map(|f| (f.code, f.pointer.as_str())).collect();
+        let init = format!("/{INIT_KEY}/config");
+        assert_eq!(
+            found,
+            [("E037", format!("{init}/sources/~1b").as_str()), ("E035", format!("{init}/files/~1d/content").as_str())]
+        );
+        let skipped: Vec<(&str, Vec<String>)> = skipped.into_iter().map(|s| (s.code, s.unknowns)).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("E037", vec!["Proto".to_string()]),
+                ("E034", vec!["Data".to_string()]),
+                ("E036", vec!["Auth".to_string()]),
+                ("W005", vec!["Ignore".to_string()]),
+                ("E021", vec!["Mode".to_string()]),
+            ]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! ```
 
 mod cidr;
+mod decisions;
 mod error;
 mod inputs;
 mod limits;
@@ -15,6 +16,7 @@ mod location;
 mod parameters;
 mod resolve;
 mod sub;
+pub mod unknown;
 pub mod user_data;
 mod yaml;
 
@@ -22,6 +24,7 @@ pub use error::{Details, Error, ErrorKind, Missing};
 pub use inputs::Inputs;
 pub use limits::{BUDGET_MAX, BUDGET_MIN, BUDGET_PER_BYTE, MAX_DEPTH, MAX_RESOLVE_DEPTH};
 pub use location::Position;
+pub use resolve::{Checked, MAX_VARIANTS};
 
 use location::Positions;
 use serde_json::Value;
@@ -141,5 +144,14 @@ impl Template {
     /// DescribeStackResource returns after a stack creation with `inputs`.
     pub fn metadata(&self, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
         resolve::metadata(self, resource, inputs)
+    }
+
+    /// The resource's Metadata as `validate` checks it, without the values only a stack
+    /// has: a parameter without a value (no `-p`, no Default), another resource's `Ref` or
+    /// attribute, another stack's export are [`unknown`]s of their type, and functions over
+    /// them give unknowns. Conditions that unknowns leave undecided are tried both ways:
+    /// one resolved Metadata per combination (see [`Checked`]). What `inputs` gives is used.
+    pub fn metadata_for_checks(&self, resource: &str, inputs: &Inputs) -> Result<Checked, Error> {
+        resolve::metadata_for_checks(self, resource, inputs)
     }
 }

@@ -16,9 +16,19 @@ pub enum Parameter {
     Value(Value),
     /// `AWS::SSM::Parameter::Value<…>`: the value is in Parameter Store, out of reach.
     StoredInSsm(String),
+    /// No value given and no Default, when checking (see [`crate::unknown`]): any value of
+    /// its type (`number`: a `Number`), one of `allowed` when the declaration lists
+    /// AllowedValues (a single one is the value itself).
+    Unknown {
+        list: bool,
+        number: bool,
+        allowed: Option<Vec<String>>,
+    },
 }
 
-pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, Parameter>, Error> {
+/// The parameters' values; with `unknowns`, a parameter without a value (or one stored in
+/// Parameter Store) is [`Parameter::Unknown`] instead of an error.
+pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<BTreeMap<String, Parameter>, Error> {
     let declared = template.value().get("Parameters").and_then(Value::as_object);
     let error = |kind: ErrorKind, name: &str, message: String| {
         Error::new(kind, template.name(), message)
@@ -38,6 +48,12 @@ pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, 
     let mut values = BTreeMap::new();
     for (name, declaration) in declared.into_iter().flatten() {
         let kind = declaration.get("Type").and_then(Value::as_str).unwrap_or("String");
+        let is_list = kind == "CommaDelimitedList" || kind.starts_with("List<");
+        let unknown = || {
+            let allowed = declaration.get("AllowedValues").and_then(Value::as_array);
+            let allowed = allowed.map(|values| values.iter().filter_map(scalar_text).collect());
+            Parameter::Unknown { list: is_list, number: kind == "Number", allowed: allowed.filter(|_| !is_list) }
+        };
         let text = match (inputs.parameters.get(name), declaration.get("Default")) {
             (Some(given), _) => given.clone(),
             (None, Some(Value::String(default))) => default.clone(),
@@ -46,6 +62,14 @@ pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, 
             (None, Some(_)) => {
                 return Err(error(ErrorKind::Template, name, format!("the Default of {name} is not a string")));
             }
+            (None, None) if unknowns => match unknown() {
+                // The only value it may have.
+                Parameter::Unknown { allowed: Some(only), .. } if only.len() == 1 => only[0].clone(),
+                unknown => {
+                    values.insert(name.clone(), unknown);
+                    continue;
+                }
+            },
             (None, None) => {
                 let message = format!("Parameters: [{name}] must have values");
                 return Err(error(ErrorKind::Missing(Missing::Parameter(name.clone())), name, message));
@@ -58,8 +82,8 @@ pub fn resolve(template: &Template, inputs: &Inputs) -> Result<BTreeMap<String, 
             return Err(error(ErrorKind::Input, name, message));
         }
         let value = if kind.starts_with("AWS::SSM::Parameter::") {
-            Parameter::StoredInSsm(text)
-        } else if kind == "CommaDelimitedList" || kind.starts_with("List<") {
+            if unknowns { unknown() } else { Parameter::StoredInSsm(text) }
+        } else if is_list {
             let items: Vec<String> = text.split(',').map(|s| s.trim().to_string()).collect();
             if kind == "List<Number>" && !items.iter().all(|i| is_number(i)) {
                 return Err(error(ErrorKind::Input, name, format!("Parameter '{name}' must be a list of numbers")));
@@ -101,13 +125,13 @@ mod tests {
             parameters: given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Inputs::default()
         };
-        resolve(&template, &inputs)
+        resolve(&template, &inputs, false)
     }
 
     fn value(params: &BTreeMap<String, Parameter>, name: &str) -> Value {
         match &params[name] {
             Parameter::Value(v) => v.clone(),
-            Parameter::StoredInSsm(_) => panic!("{name} is in SSM"),
+            other => panic!("{name} is {other:?}"),
         }
     }
 
@@ -145,5 +169,20 @@ mod tests {
         assert!(e.message.contains("must be one of AllowedValues"), "{e}");
         let e = values(TEMPLATE, &[("Secret", "s"), ("Port", "eighty")]).unwrap_err();
         assert!(e.message.contains("must be a number"), "{e}");
+    }
+
+    #[test]
+    fn when_checking_a_parameter_without_a_value_is_unknown_of_its_type() {
+        let template = "Parameters:\n  A: {Type: String, AllowedValues: [x, 'y']}\n  L: {Type: CommaDelimitedList}\n  \
+            D: {Type: String, Default: d}\n  N: {Type: Number}\n  One: {Type: String, AllowedValues: [only]}\n  S: {Type: 'AWS::SSM::Parameter::Value<String>', Default: /p}\n\
+            Resources:\n  R: {Type: 'AWS::CloudFormation::WaitConditionHandle'}\n";
+        let template = Template::parse("t.yaml", template).unwrap();
+        let p = resolve(&template, &Inputs::default(), true).unwrap();
+        assert!(matches!(&p["A"], Parameter::Unknown { list: false, allowed: Some(a), .. } if a == &["x", "y"]));
+        assert!(matches!(&p["L"], Parameter::Unknown { list: true, allowed: None, .. }));
+        assert!(matches!(&p["N"], Parameter::Unknown { number: true, .. }));
+        assert_eq!(value(&p, "D"), json!("d"));
+        assert_eq!(value(&p, "One"), json!("only"));
+        assert!(matches!(&p["S"], Parameter::Unknown { list: false, allowed: None, .. }));
     }
 }

@@ -3,12 +3,13 @@
 //! A value resolves to `None` when it is `AWS::NoValue` (directly, or as the branch an
 //! `Fn::If` takes): the key or list item holding it is left out.
 
+use crate::decisions::{Decisions, Domain};
 use crate::error::{Error, ErrorKind, Missing};
 use crate::limits::{Budget, MAX_RESOLVE_DEPTH, size};
 use crate::location::At;
 use crate::parameters::{self, Parameter, scalar_text};
 use crate::sub::{self, Part};
-use crate::{Inputs, Template, cidr};
+use crate::{Inputs, Template, cidr, unknown};
 use base64::Engine;
 use cfn_python::json::kind;
 use serde_json::{Map, Value};
@@ -41,6 +42,68 @@ fn missing<T>(at: &At<'_>, what: Missing, message: String) -> Resolved<T> {
 }
 
 pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
+    match run(template, resource, inputs, None)? {
+        (Some(value), _) => Ok(value),
+        // Only a run that checks has a combination to skip.
+        (None, _) => Err(Error::new(ErrorKind::Template, template.name(), "the resource is not created")),
+    }
+}
+
+/// The most combinations of undecidable conditions [`metadata_for_checks`] resolves a
+/// resource's Metadata for. Each is a whole resolution, within the bounds of one; real
+/// templates decide a few conditions from parameters (2 to 8 combinations).
+pub const MAX_VARIANTS: usize = 32;
+
+/// A resource's Metadata resolved for checking, without the values only a stack has: see
+/// [`crate::Template::metadata_for_checks`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The Metadata for each combination of the conditions that unknowns leave undecided
+    /// (one when none are), each as a stack could resolve it.
+    pub variants: Vec<Value>,
+    /// False when there were more than [`MAX_VARIANTS`] combinations: only the first
+    /// were resolved.
+    pub complete: bool,
+}
+
+/// Conditions over unknowns are "both branches": the Metadata is resolved once per
+/// combination of the answers they need, walking the tree of those answers depth first
+/// (each run replays the answers of its branch, answers true to every new question, and
+/// each true answer is then tried false in a run of its own). This is simpler than values
+/// that hold either branch (every function and every check would have to take them), and
+/// each run is an ordinary resolution, bounded as one; [`MAX_VARIANTS`] bounds the runs.
+pub fn metadata_for_checks(template: &Template, resource: &str, inputs: &Inputs) -> Result<Checked, Error> {
+    let mut checked = Checked { variants: Vec::new(), complete: true };
+    let mut branches: Vec<Vec<bool>> = vec![Vec::new()];
+    let mut runs = 0;
+    while let Some(forced) = branches.pop() {
+        if runs == MAX_VARIANTS {
+            checked.complete = false;
+            break;
+        }
+        runs += 1;
+        let depth = forced.len();
+        let checking = Decisions::replaying(forced);
+        let (value, checking) = run(template, resource, inputs, Some(checking))?;
+        let taken = checking.map(|c| c.taken.into_inner()).unwrap_or_default();
+        for i in (depth..taken.len()).rev() {
+            let mut branch = taken[..i].to_vec();
+            branch.push(false);
+            branches.push(branch);
+        }
+        checked.variants.extend(value);
+    }
+    Ok(checked)
+}
+
+/// Resolves a resource's Metadata once; `None` when checking and its condition is false
+/// in this combination. Gives back what the run decided.
+fn run(
+    template: &Template,
+    resource: &str,
+    inputs: &Inputs,
+    checking: Option<Decisions>,
+) -> Result<(Option<Value>, Option<Decisions>), Error> {
     let error_here =
         |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
     let Some(definition) = template.value().get("Resources").and_then(|r| r.get(resource)) else {
@@ -52,10 +115,11 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
     let resolver = Resolver {
         template,
         inputs,
-        parameters: parameters::resolve(template, inputs).map_err(|e| e.in_resource(resource))?,
+        parameters: parameters::resolve(template, inputs, checking.is_some()).map_err(|e| e.in_resource(resource))?,
         conditions: RefCell::default(),
         made: Budget::new(template.length()),
         depth: Cell::new(0),
+        checking,
     };
     let resources = At::ROOT.key("Resources");
     let at = resources.key(resource);
@@ -63,6 +127,10 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
         if let Some(condition) = definition.get("Condition") {
             let Value::String(name) = condition else { return fail(&at.key("Condition"), "not a name") };
             if !resolver.condition(name, &at.key("Condition"))? {
+                if resolver.checking.as_ref().is_some_and(|c| !c.taken.borrow().is_empty()) {
+                    // Not created in this combination of answers: nothing to check.
+                    return Ok(None);
+                }
                 return fail(&at, format!("the resource is not created: its condition {name} is false"));
             }
         }
@@ -70,17 +138,18 @@ pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<
             return fail(&at, "the resource has no Metadata");
         };
         match resolver.resolve(metadata, &at.key("Metadata"))? {
-            Some(value) => Ok(value),
+            Some(value) => Ok(Some(value)),
             None => fail(&at.key("Metadata"), "the Metadata is AWS::NoValue"),
         }
     })();
-    result.map_err(|f| {
+    let value = result.map_err(|f| {
         Error::new(f.kind, template.name(), f.message)
             .at(template.positions.nearest(&f.pointer))
             .in_resource(resource)
             .with_expression(enclosing_function(template.value(), &f.pointer).map(Value::to_string))
             .with_pointer(Some(f.pointer))
-    })
+    })?;
+    Ok((value, resolver.checking))
 }
 
 /// The function at `pointer`, or the nearest one holding it (a wrong argument's).
@@ -121,6 +190,8 @@ struct Resolver<'a> {
     made: Budget,
     /// How deep `resolve` and `evaluate` recurse now (see [`MAX_RESOLVE_DEPTH`]).
     depth: Cell<usize>,
+    /// When checking: values not given are unknowns, and the answers of this run.
+    checking: Option<Decisions>,
 }
 
 /// One level of the resolver's recursion, given back when dropped.
@@ -214,6 +285,9 @@ impl Resolver<'_> {
     fn list(&self, value: &Value, at: &At<'_>, what: &str) -> Resolved<Vec<Value>> {
         match self.value(value, at)? {
             Value::Array(items) => Ok(items),
+            // An unknown where a list is needed (a mapping's value found by an unknown key)
+            // may be a list: taken as an unknown list.
+            Value::String(text) if unknown::in_text(&text) => Ok(vec![Value::String(text)]),
             other => fail(at, format!("{what} must be a list, not {}", kind(&other))),
         }
     }
@@ -248,10 +322,16 @@ impl Resolver<'_> {
             "Fn::FindInMap" => self.find_in_map(argument, at, args).map(Some),
             "Fn::Base64" => {
                 let text = self.string(argument, args, "Fn::Base64's argument")?;
+                if unknown::in_text(&text) {
+                    return Ok(Some(Value::String(unknown::marker(name))));
+                }
                 Ok(Some(Value::String(base64::engine::general_purpose::STANDARD.encode(text))))
             }
             "Fn::GetAZs" => {
                 let region = self.string(argument, args, "Fn::GetAZs's argument")?;
+                if unknown::in_text(&region) {
+                    return Ok(Some(unknown::list(name)));
+                }
                 let region = if region.is_empty() { self.inputs.region.as_str() } else { region.as_str() };
                 let zones = self.inputs.availability_zones(region);
                 Ok(Some(Value::Array(zones.into_iter().map(Value::String).collect())))
@@ -260,6 +340,7 @@ impl Resolver<'_> {
                 let export = self.string(argument, args, "the export's name")?;
                 match self.inputs.exports.get(&export) {
                     Some(value) => Ok(text(value.clone())),
+                    None if self.checking.is_some() => Ok(text(unknown::marker(&export))),
                     None => {
                         missing(at, Missing::Export(export.clone()), format!("no value given for the export {export}"))
                     }
@@ -329,7 +410,19 @@ impl Resolver<'_> {
 
     fn select(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Value> {
         let [index, items] = self.arguments(argument, args, "Fn::Select")?;
-        let index = match self.value(index, &args.index(0))? {
+        let index = self.value(index, &args.index(0))?;
+        if self.checking.is_some() {
+            let list = self.value(items, &args.index(1))?;
+            let unknown_list = unknown::is_list(&list) || list.as_str().is_some_and(unknown::in_text);
+            if unknown_list || index.as_str().is_some_and(unknown::in_text) {
+                return Ok(Value::String(match list {
+                    // An item of an unknown list: named as the list is.
+                    Value::Array(mut items) if unknown_list => items.swap_remove(0).as_str().unwrap_or("").to_string(),
+                    _ => unknown::marker("Fn::Select"),
+                }));
+            }
+        }
+        let index = match index {
             Value::Number(n) => n.as_u64(),
             Value::String(s) => s.parse::<u64>().ok(),
             _ => None,
@@ -351,6 +444,9 @@ impl Resolver<'_> {
             return fail(&args.index(0), "the delimiter must not be empty");
         }
         let source = self.string(source, &args.index(1), "the string to split")?;
+        if unknown::in_text(&source) {
+            return Ok(unknown::list("Fn::Split"));
+        }
         Ok(Value::Array(source.split(delimiter.as_str()).map(|s| Value::String(s.into())).collect()))
     }
 
@@ -369,6 +465,9 @@ impl Resolver<'_> {
         let map = self.string(map, &args.index(0), "the map's name")?;
         let top = self.string(top, &args.index(1), "the top-level key")?;
         let second = self.string(second, &args.index(2), "the second-level key")?;
+        if [&map, &top, &second].iter().any(|key| unknown::in_text(key)) {
+            return self.find_in_map_unknown(&map, &top, &second, at);
+        }
         let Some(entries) = self.template.value().get("Mappings").and_then(|m| m.get(&map)) else {
             return fail(at, format!("there is no mapping named {map}"));
         };
@@ -378,6 +477,26 @@ impl Resolver<'_> {
         match entry.get(&second) {
             Some(value) => Ok(value.clone()),
             None => fail(at, format!("the mapping {map} has no key {second} under {top}")),
+        }
+    }
+
+    /// Fn::FindInMap with a key unknown: the one value every key it may be gives, or an
+    /// unknown (a list when they are all lists).
+    fn find_in_map_unknown(&self, map: &str, top: &str, second: &str, at: &At<'_>) -> Resolved<Value> {
+        let matching = |value: &Value, key: &str| -> Vec<Value> {
+            let entries = value.as_object().into_iter().flatten();
+            entries.filter(|(k, _)| unknown::in_text(key) || k.as_str() == key).map(|(_, v)| v.clone()).collect()
+        };
+        let maps = matching(self.template.value().get("Mappings").unwrap_or(&Value::Null), map);
+        let tops: Vec<Value> = maps.iter().flat_map(|m| matching(m, top)).collect();
+        let candidates: Vec<Value> = tops.iter().flat_map(|t| matching(t, second)).collect();
+        match candidates.first() {
+            None => {
+                fail(at, format!("no mapping has a value for [{}]", unknown::display(&[map, top, second].join(", "))))
+            }
+            Some(first) if candidates.iter().all(|c| c == first) => Ok(first.clone()),
+            Some(_) if candidates.iter().all(Value::is_array) => Ok(unknown::list("Fn::FindInMap")),
+            Some(_) => Ok(Value::String(unknown::marker("Fn::FindInMap"))),
         }
     }
 
@@ -401,6 +520,12 @@ impl Resolver<'_> {
 
     fn cidr(&self, argument: &Value, at: &At<'_>, args: &At<'_>) -> Resolved<Value> {
         let [block, count, bits] = self.arguments(argument, args, "Fn::Cidr")?;
+        if self.checking.is_some() {
+            let values = [self.value(block, &args.index(0))?, self.value(count, &args.index(1))?];
+            if values.iter().chain([&self.value(bits, &args.index(2))?]).any(unknown::in_value) {
+                return Ok(unknown::list("Fn::Cidr"));
+            }
+        }
         let block = self.string(block, &args.index(0), "the address block")?;
         let count = self.whole_number(count, &args.index(1))?;
         let bits = self.whole_number(bits, &args.index(2))?;
@@ -439,11 +564,14 @@ impl Resolver<'_> {
             Some(Parameter::StoredInSsm(name)) => {
                 return fail(at, format!("{target} is the Systems Manager parameter {name}, which is not read here"));
             }
+            Some(Parameter::Unknown { list: true, .. }) => return Ok(Some(unknown::list(target))),
+            Some(Parameter::Unknown { list: false, .. }) => return text(&unknown::marker(target)),
             None => {}
         }
         if self.is_resource(target) {
             return match self.inputs.attributes.get(target) {
                 Some(value) => text(value),
+                None if self.checking.is_some() => text(&unknown::marker(target)),
                 None => missing(
                     at,
                     Missing::Attribute(target.to_string()),
@@ -465,6 +593,7 @@ impl Resolver<'_> {
         let name = format!("{resource}.{attribute}");
         match self.inputs.attributes.get(&name) {
             Some(value) => Ok(value.clone()),
+            None if self.checking.is_some() => Ok(unknown::marker(&name)),
             None => missing(at, Missing::Attribute(name.clone()), format!("no value given for the attribute {name}")),
         }
     }
@@ -521,7 +650,13 @@ impl Resolver<'_> {
             },
             "Fn::Equals" => {
                 let [a, b] = self.arguments(argument, &args, name)?;
-                Ok(comparable(&self.value(a, &args.index(0))?) == comparable(&self.value(b, &args.index(1))?))
+                let (a, b) = (comparable(&self.value(a, &args.index(0))?), comparable(&self.value(b, &args.index(1))?));
+                match &self.checking {
+                    Some(checking) if unknown::in_value(&a) || unknown::in_value(&b) => {
+                        Ok(self.undecided_equals(checking, a, b))
+                    }
+                    _ => Ok(a == b),
+                }
             }
             "Fn::Not" => {
                 let [condition] = self.arguments(argument, &args, name)?;
@@ -539,6 +674,70 @@ impl Resolver<'_> {
                 Ok(if name == "Fn::And" { values.iter().all(|v| *v) } else { values.iter().any(|v| *v) })
             }
             _ => fail(at, format!("{name} is not a condition function")),
+        }
+    }
+}
+
+impl Resolver<'_> {
+    /// Fn::Equals over unknowns, when checking: false when what is known of the two
+    /// differs, otherwise a question of this run (see [`metadata_for_checks`] and
+    /// [`Decisions`]).
+    fn undecided_equals(&self, decisions: &Decisions, a: Value, b: Value) -> bool {
+        // The same unknowns in the same places are equal, when each names one value (a
+        // parameter, an attribute, a list parameter's whole list), not any result of a
+        // function or any item of a list.
+        let one_value = |n: &String| !n.starts_with("Fn::") && !n.ends_with("[]");
+        if a == b && (unknown::is_list(&a) || unknown::names(&a).iter().all(one_value)) {
+            return true;
+        }
+        let domain = |name: &str| self.domain(name).unwrap_or(Domain { number: false, allowed: None });
+        fn whole<'v>(resolver: &Resolver<'_>, value: &'v Value) -> Option<&'v str> {
+            value.as_str().and_then(|text| resolver.whole_parameter(text))
+        }
+        match (whole(self, &a), whole(self, &b)) {
+            (Some(p), Some(q)) => return decisions.parameters_equal(p, q, &domain),
+            (Some(p), None) | (None, Some(p)) => {
+                let other = if whole(self, &a).is_some() { &b } else { &a };
+                if let Value::String(text) = other
+                    && !unknown::in_text(text)
+                {
+                    return decisions.parameter_equals(p, text, &domain);
+                }
+            }
+            (None, None) => {}
+        }
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            // A list never equals a text (unless the text is a function's unknown result,
+            // which may be a list).
+            if let (Value::Array(_), Value::String(y)) = (x, y)
+                && unknown::names(&Value::String(y.clone())).iter().all(|n| !n.starts_with("Fn::"))
+            {
+                return false;
+            }
+        }
+        if let (Value::String(x), Value::String(y)) = (&a, &b) {
+            let (px, py) = (unknown::known_prefix(x), unknown::known_prefix(y));
+            let (sx, sy) = (unknown::known_suffix(x), unknown::known_suffix(y));
+            if !(px.starts_with(py) || py.starts_with(px)) || !(sx.ends_with(sy) || sy.ends_with(sx)) {
+                return false;
+            }
+        }
+        decisions.answer(a.to_string(), b.to_string())
+    }
+
+    /// The unknown scalar parameter `text` is the whole of.
+    fn whole_parameter<'t>(&self, text: &'t str) -> Option<&'t str> {
+        let name = text.strip_prefix(unknown::OPEN)?.strip_suffix(unknown::CLOSE)?;
+        self.domain(name).map(|_| name)
+    }
+
+    /// The values the unknown scalar parameter `name` may have.
+    fn domain(&self, name: &str) -> Option<Domain<'_>> {
+        match self.parameters.get(name) {
+            Some(Parameter::Unknown { list: false, number, allowed }) => {
+                Some(Domain { number: *number, allowed: allowed.as_deref() })
+            }
+            _ => None,
         }
     }
 }

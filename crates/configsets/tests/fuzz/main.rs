@@ -9,6 +9,7 @@
 mod archives;
 mod configset_resolution;
 mod metadata_model;
+mod unknowns;
 mod validation;
 
 use proptest::prelude::*;

@@ -54,7 +54,7 @@ proptest! {
     #[test]
     fn findings_point_into_the_metadata(metadata in metadata()) {
         if let Ok(document) = InitDocument::parse(&metadata) {
-            for finding in checks::check(&metadata, &document, &["default".to_string()]) {
+            for finding in checks::check(&metadata, &document, &checks::Requested::Given(vec!["default".to_string()])) {
                 // The value itself, or (for one that is missing) what should hold it.
                 let parent = &finding.pointer[..finding.pointer.rfind('/').unwrap_or(0)];
                 prop_assert!(
