@@ -361,6 +361,7 @@ mod tests {
             api: cfn_aws::ApiOptions { url: Some("http://127.0.0.1:1".into()), ..Default::default() },
             region_given: false,
             deadline: Instant::now(),
+            described: Default::default(),
         };
         let checks = checks(&ctx);
         assert_eq!(checks[0].id, "network.cloudformation");
