@@ -76,9 +76,6 @@ const SECTIONS: &[Section] = &[
 ];
 
 pub fn command() -> Command {
-    let value = |id: &'static str, long: &'static str, name: &'static str, help: &'static str| {
-        Arg::new(id).long(long).value_name(name).help(help)
-    };
     Command::new("doctor")
         .about("Check everything the tools depend on here, read-only, and say what to fix")
         .long_about(
@@ -89,35 +86,16 @@ pub fn command() -> Command {
              Exit status: 0 all ok, 1 a check failed, 2 only warnings (and a wrong command line).",
         )
         .arg(
-            value("config", "config", "CONFIG_DIR", "cfn-hup's configuration directory (default: /etc/cfn)")
+            Arg::new("config")
                 .short('c')
-                .value_hint(ValueHint::DirPath),
+                .long("config")
+                .value_name("CONFIG_DIR")
+                .value_hint(ValueHint::DirPath)
+                .help("cfn-hup's configuration directory (default: /etc/cfn)"),
         )
-        .arg(value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'))
-        .arg(
-            value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
-                .short('r'),
-        )
-        .arg(value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'))
-        .arg(value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."))
-        .arg(
-            value("credential_file", "credential-file", "CREDENTIAL_FILE", "A credential file, as cfn-init takes it")
-                .short('f')
-                .value_hint(ValueHint::FilePath),
-        )
-        .arg(value("iam_role", "role", "IAM_ROLE", "An IAM Role"))
-        .arg(value("access_key", "access-key", "ACCESS_KEY", "An AWS Access Key"))
-        .arg(value("secret_key", "secret-key", "SECRET_KEY", "An AWS Secret Key"))
-        .arg(value("http_proxy", "http-proxy", "HTTP_PROXY", "A (non-SSL) HTTP proxy"))
-        .arg(value("https_proxy", "https-proxy", "HTTPS_PROXY", "An HTTPS proxy"))
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_name("FORMAT")
-                .value_parser(["text", "json"])
-                .default_value("text")
-                .help("text, or json for tools"),
-        )
+        .args(options::stack_args())
+        .args(options::api_args())
+        .arg(options::format_arg(&["text", "json"], "text, or json for tools"))
 }
 
 pub fn run(matches: &ArgMatches) -> ExitCode {

@@ -7,6 +7,48 @@ use std::path::PathBuf;
 
 pub const DEFAULT_REGION: &str = "us-east-1";
 
+/// A clap option taking a value, for the `cfn-bootstrap` subcommands; `id` is cfn-init's
+/// optparse `dest`, so [`api_options_from`] reads it.
+fn clap_value(id: &'static str, long: &'static str, name: &'static str, help: &'static str) -> clap::Arg {
+    clap::Arg::new(id).long(long).value_name(name).help(help)
+}
+
+/// `-s STACK -r RESOURCE`, for the subcommands that read a stack resource as cfn-init
+/// does (validate, plan, doctor).
+pub fn stack_args() -> [clap::Arg; 2] {
+    [
+        clap_value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'),
+        clap_value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
+            .short('r'),
+    ]
+}
+
+/// cfn-init's endpoint, credential and proxy options, for the same subcommands.
+pub fn api_args() -> [clap::Arg; 8] {
+    [
+        clap_value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'),
+        clap_value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."),
+        clap_value("credential_file", "credential-file", "CREDENTIAL_FILE", "A credential file, as cfn-init takes it")
+            .short('f')
+            .value_hint(clap::ValueHint::FilePath),
+        clap_value("iam_role", "role", "IAM_ROLE", "An IAM Role"),
+        clap_value("access_key", "access-key", "ACCESS_KEY", "An AWS Access Key"),
+        clap_value("secret_key", "secret-key", "SECRET_KEY", "An AWS Secret Key"),
+        clap_value("http_proxy", "http-proxy", "HTTP_PROXY", "A (non-SSL) HTTP proxy"),
+        clap_value("https_proxy", "https-proxy", "HTTPS_PROXY", "An HTTPS proxy"),
+    ]
+}
+
+/// `--format`: how a subcommand prints, `text` unless told.
+pub fn format_arg(formats: &'static [&'static str], help: &'static str) -> clap::Arg {
+    clap::Arg::new("format")
+        .long("format")
+        .value_name("FORMAT")
+        .value_parser(formats.to_vec())
+        .default_value("text")
+        .help(help)
+}
+
 pub fn stack() -> Opt {
     Opt::value(Some('s'), "stack", "stack_name", "STACK_NAME", "A CloudFormation stack")
 }

@@ -23,16 +23,6 @@ pub const ERROR: u8 = 1;
 /// Something would change.
 const CHANGES: u8 = 2;
 
-/// One option that takes a value; its id is cfn-init's optparse `dest`, so the shared
-/// option translation (`options::api_options_from`) reads it.
-fn value(id: &'static str, short: Option<char>, long: &'static str, name: &'static str, help: &'static str) -> Arg {
-    let arg = Arg::new(id).long(long).value_name(name).help(help);
-    match short {
-        Some(c) => arg.short(c),
-        None => arg,
-    }
-}
-
 pub fn command() -> Command {
     let command = Command::new("plan")
         .about("Show what cfn-init would change on this host, changing nothing")
@@ -47,17 +37,15 @@ pub fn command() -> Command {
         )
         .arg(Arg::new("file").value_name("FILE").help("A metadata file, or - for standard input"))
         .arg(render::template_arg().conflicts_with_all(["file", "stack_name"]))
-        .arg(value("stack_name", Some('s'), "stack", "STACK_NAME", "A CloudFormation stack"))
-        .arg(value("logical_resource_id", Some('r'), "resource", "LOGICAL_RESOURCE_ID", "A logical resource ID"))
-        .arg(value("configsets", Some('c'), "configsets", "CONFIGSETS", "configSets to plan (default: \"default\")"))
-        .arg(value("region", None, "region", "REGION", "The CloudFormation region. Default: us-east-1."))
-        .arg(value("cfn_url", Some('u'), "url", "ENDPOINT", "The CloudFormation service URL"))
-        .arg(value("credential_file", Some('f'), "credential-file", "CREDENTIAL_FILE", "A credential file"))
-        .arg(value("iam_role", None, "role", "IAM_ROLE", "An IAM Role"))
-        .arg(value("access_key", None, "access-key", "ACCESS_KEY", "An AWS Access Key"))
-        .arg(value("secret_key", None, "secret-key", "SECRET_KEY", "An AWS Secret Key"))
-        .arg(value("http_proxy", None, "http-proxy", "HTTP_PROXY", "A (non-SSL) HTTP proxy"))
-        .arg(value("https_proxy", None, "https-proxy", "HTTPS_PROXY", "An HTTPS proxy"))
+        .args(options::stack_args())
+        .arg(
+            Arg::new("configsets")
+                .short('c')
+                .long("configsets")
+                .value_name("CONFIGSETS")
+                .help("configSets to plan (default: \"default\")"),
+        )
+        .args(options::api_args())
         .arg(
             Arg::new("run_tests")
                 .long("run-tests")

@@ -38,14 +38,7 @@ pub fn command() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Also each config and section with how long it took, the failed command's output, earlier runs and cfn-hup's hook runs"),
         )
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_name("FORMAT")
-                .value_parser(["text", "json"])
-                .default_value("text")
-                .help("text, or json for tools (always everything)"),
-        )
+        .arg(crate::options::format_arg(&["text", "json"], "text, or json for tools (always everything)"))
         .arg(
             Arg::new("wait")
                 .long("wait")

@@ -54,11 +54,7 @@ pub fn command() -> Command {
             // Several templates at once (`-t a.yaml b.yaml`, as pre-commit passes them).
             render::template_arg().num_args(1..).action(ArgAction::Append).conflicts_with_all(["file", "stack_name"]),
         )
-        .arg(value("stack_name", "stack", "STACK_NAME", "A CloudFormation stack").short('s'))
-        .arg(
-            value("logical_resource_id", "resource", "LOGICAL_RESOURCE_ID", "A CloudFormation logical resource ID")
-                .short('r'),
-        )
+        .args(options::stack_args())
         .arg(
             value("configsets", "configsets", "CONFIGSETS", "The configSets cfn-init would run (default: every one)")
                 .short('c'),
@@ -70,26 +66,8 @@ pub fn command() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Say on standard error which checks were skipped for want of a value"),
         )
-        .arg(value("cfn_url", "url", "ENDPOINT", "The CloudFormation service URL").short('u'))
-        .arg(value("region", "region", "REGION", "The CloudFormation region. Default: us-east-1."))
-        .arg(
-            value("credential_file", "credential-file", "CREDENTIAL_FILE", "A credential file, as cfn-init takes it")
-                .short('f')
-                .value_hint(ValueHint::FilePath),
-        )
-        .arg(value("iam_role", "role", "IAM_ROLE", "An IAM Role"))
-        .arg(value("access_key", "access-key", "ACCESS_KEY", "An AWS Access Key"))
-        .arg(value("secret_key", "secret-key", "SECRET_KEY", "An AWS Secret Key"))
-        .arg(value("http_proxy", "http-proxy", "HTTP_PROXY", "A (non-SSL) HTTP proxy"))
-        .arg(value("https_proxy", "https-proxy", "HTTPS_PROXY", "An HTTPS proxy"))
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_name("FORMAT")
-                .value_parser(["text", "json", "sarif"])
-                .default_value("text")
-                .help("How findings are printed"),
-        );
+        .args(options::api_args())
+        .arg(options::format_arg(&["text", "json", "sarif"], "How findings are printed"));
     render::with_template_values(command)
 }
 
