@@ -652,3 +652,18 @@ fn cfn_hup_command_listener_off_ec2_with_container_credentials() {
         .collect();
     assert!(!signed.is_empty() && signed.iter().all(|r| r["access_key"] == TASK_KEY), "{registrations:#}");
 }
+
+/// Two tests once got the same free port: the second emulator could not bind it and
+/// exited, and both tests talked to the first, each seeing the other's fault rules. An
+/// emulator is ready only when the one at its port answers with its own token.
+#[test]
+fn an_emulator_that_cannot_have_its_port_is_not_taken_for_the_one_that_holds_it() {
+    let first = emulator();
+    let port: u16 = first.url.rsplit(':').next().unwrap().parse().unwrap();
+    let second = std::panic::catch_unwind(|| Emulator::start_at(&["--port", &port.to_string()], port));
+    let message = second.err().and_then(|e| e.downcast_ref::<String>().cloned()).unwrap_or_default();
+    assert_eq!(message, format!("the emulator could not listen on port {port}"));
+    // A private one started meanwhile gets a port of its own.
+    let third = emulator();
+    assert_ne!(third.url, first.url);
+}

@@ -355,33 +355,64 @@ impl Emulator {
     }
 
     /// A private emulator with SigV4 validation on and the test keys; `extra` adds options.
+    ///
+    /// Its port is one the kernel had free a moment before; another test may be handed the
+    /// same one meanwhile, and then the emulator that binds second exits while the first
+    /// answers its requests. So each emulator is started with a token of its own
+    /// (`--ident`), and is ready only when the emulator at its port answers with that
+    /// token; one that lost its port is started again on another.
     pub fn start(extra: &[&str]) -> Emulator {
-        let port = free_port();
-        let mut args = vec!["--port".to_string(), port.to_string()];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        Emulator::launch(&args, port)
+        for _ in 0..5 {
+            let port = free_port();
+            let mut args = vec!["--port".to_string(), port.to_string()];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            if let Some(emulator) = Emulator::launch(&args, port) {
+                return emulator;
+            }
+        }
+        panic!("no emulator could keep a port of its own in 5 tries");
     }
 
     /// An emulator on a given port (inside a private network namespace, where ports are
     /// free by construction); `args` must include `--port <port>`.
     pub fn start_at(args: &[&str], port: u16) -> Emulator {
-        Emulator::launch(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), port)
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Emulator::launch(&args, port).unwrap_or_else(|| panic!("the emulator could not listen on port {port}"))
     }
 
-    fn launch(args: &[String], port: u16) -> Emulator {
-        let log = std::fs::File::create(std::env::temp_dir().join(format!("{}.log", unique("emulator")))).unwrap();
+    /// The emulator started with `args`, once it answers at `port`; none when it exited
+    /// first (its port was taken).
+    fn launch(args: &[String], port: u16) -> Option<Emulator> {
+        let ident = unique("emulator");
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("{ident}.log"))).unwrap();
         let child = Command::new(emulator_python())
             .arg(workspace().join("tests/emulator/moto_cfn_server.py"))
             .args(["--validate-sigv4", "--credentials"])
             .arg(format!("{ACCESS_KEY}:{SECRET_KEY}"))
+            .args(["--ident", &ident])
             .args(args)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("start the emulator");
-        let emulator = Emulator { url: format!("http://127.0.0.1:{port}"), child: Some(child) };
-        emulator.wait_ready();
-        emulator
+        let mut emulator = Emulator { url: format!("http://127.0.0.1:{port}"), child: Some(child) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if emulator.child.as_mut().is_some_and(|c| c.try_wait().is_ok_and(|status| status.is_some())) {
+                emulator.child = None;
+                return None;
+            }
+            let answered = ureq::get(&format!("{}/_emu/ident", emulator.url))
+                .call()
+                .ok()
+                .and_then(|mut r| r.body_mut().read_to_string().ok())
+                .and_then(|body| serde_json::from_str::<serde_json::Value>(&body).ok());
+            if answered.is_some_and(|a| a["ident"] == ident.as_str()) {
+                return Some(emulator);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the emulator at {} did not start within 30 s", emulator.url);
     }
 
     pub fn wait_ready(&self) {

@@ -15,7 +15,7 @@ Usage (needs `pip install 'moto[server]'`, tested with moto 5.2.5 / Python 3.11)
     SQS (query protocol)    : http://127.0.0.1:PORT/<account>/<queue>  (plain moto, SigV4 "sqs")
     Wait-condition handles  : http://127.0.0.1:PORT/_waitcondition/...  (PUT, presigned-style)
     Command event handles   : http://127.0.0.1:PORT/_events/<anything>  (PUT, recorded)
-    Test introspection      : GET /_emu/signals, GET /_emu/state, POST /_emu/imds (JSON body
+    Test introspection      : GET /_emu/ident (the --ident token), GET /_emu/signals, GET /_emu/state, POST /_emu/imds (JSON body
                               overrides IMDS fields), GET /_emu/requests (request journal),
                               GET|POST|DELETE /_emu/faults (fault injection), GET /_emu/events
                               (command event PUTs), GET /_emu/leaders (command leaders),
@@ -1393,6 +1393,8 @@ class CfnEmulator:
                        for k, v in STATE["leaders"].items()]
             elif path == "/_emu/listeners":
                 out = [{"StackId": k[0], "ListenerId": k[1], "QueueUrl": v} for k, v in STATE["listeners"].items()]
+            elif path == "/_emu/ident":
+                out = {"ident": CONFIG["ident"]}
             elif path == "/_emu/state":
                 out = {sid: {"pending": {k: {kk: vv for kk, vv in p.items()} for k, p in st["pending"].items()},
                              "resources": st["resources"], "on_failure": st["on_failure"]}
@@ -1504,6 +1506,8 @@ def main(argv=None):
     ap.add_argument("--instance-id", default="i-0123456789abcdef0")
     ap.add_argument("--role", default="emulator-role", help="IMDS IAM role name ('' for none)")
     ap.add_argument("--user-data-file")
+    ap.add_argument("--ident", default="", help="a token GET /_emu/ident answers, so that whoever started this "
+                    "server can tell it from another one that holds the port")
     a = ap.parse_args(argv)
 
     os.environ.setdefault("MOTO_PORT", str(a.port))
@@ -1514,7 +1518,7 @@ def main(argv=None):
     CONFIG.update(
         public_url=(a.public_url or f"http://{a.host}:{a.port}").rstrip("/"), region=a.region,
         validate=a.validate_sigv4, accept_all_signals=a.accept_all_signals, secret=secrets.token_bytes(32),
-        static_keys=static,
+        static_keys=static, ident=a.ident,
         imds={"instance_id": a.instance_id, "ami_id": "ami-0abcdef1234567890", "instance_type": "t3.micro",
               "region": a.region, "az": a.region + "a", "az_id": "use1-az1",
               "hostname": "ip-10-0-0-10.ec2.internal", "public_hostname": "ec2-198-51-100-1.compute-1.amazonaws.com",
