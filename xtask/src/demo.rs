@@ -43,8 +43,8 @@ pub fn run() -> Result<ExitCode> {
     // What takes long the first time without needing the CPU the build needs (downloads,
     // unpacking) is made meanwhile: the emulator's Python environment and, for part 2,
     // the Debian root.
-    let venv = std::thread::spawn(emulator::ensure_venv);
-    let rootfs = root.then(|| std::thread::spawn(testroot::ensure_for_demo));
+    let venv = meanwhile(emulator::ensure_venv);
+    let rootfs = root.then(|| meanwhile(testroot::ensure_for_demo));
     step("Part 1: the tools against the local emulator (no root needed)");
     let (binary, python) = tools(&mut phases, venv)?;
     phases.total("part 1", started);
@@ -205,6 +205,18 @@ fn tempfile_dir() -> Result<PathBuf> {
 
 /// Work started on a thread of its own.
 type Background<T> = std::thread::JoinHandle<Result<T>>;
+
+/// Runs `work` on a thread at the lowest CPU priority, and so the programs it starts
+/// (pip, debootstrap, dpkg inherit it): they fill the time the build waits on the disk or
+/// the network, and leave the CPU to the build, which part 1 waits for.
+fn meanwhile<T: Send + 'static>(work: fn() -> Result<T>) -> Background<T> {
+    std::thread::spawn(move || {
+        // SAFETY: setpriority with `who` 0 changes this thread's nice value only (Linux
+        // keeps one per thread); it reads and writes no memory of ours.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        work()
+    })
+}
 
 fn finish<T>(work: Background<T>, what: &str) -> Result<T> {
     work.join().unwrap_or_else(|_| bail!("making {what} panicked"))
