@@ -234,14 +234,20 @@ fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_a_warning(
     assert!(text.ends_with(&format!("{} ok, 0 warning(s), 0 failed, 2 skipped\n", with_verdict(&healthy, "ok").len())));
 }
 
-#[test]
-fn a_hook_path_naming_a_resource_not_in_the_stack_fails() {
-    let (run, checks) = in_private_network(|| {
+/// The checklist of a host whose one hook watches `path` (cfn-hup running).
+fn checks_with_hook_path(path: &str) -> (Run, BTreeMap<String, Value>) {
+    let path = path.to_string();
+    in_private_network(move || {
         let mut host = Host::new("true");
-        host.hooks("Resources.Nowhere.Metadata.app");
+        host.hooks(&path);
         host.pretend_cfn_hup_runs();
         host.checks()
-    });
+    })
+}
+
+#[test]
+fn a_hook_path_naming_a_resource_not_in_the_stack_fails() {
+    let (run, checks) = checks_with_hook_path("Resources.Nowhere.Metadata.app");
     run.code(1);
     assert_eq!(with_verdict(&checks, "failed"), ["api.describe:Nowhere", "hook.path:watch"]);
     let path = check(&checks, "hook.path:watch");
@@ -257,12 +263,7 @@ fn a_hook_path_naming_a_resource_not_in_the_stack_fails() {
 
 #[test]
 fn a_hook_path_ending_in_a_key_that_does_not_exist_fails() {
-    let (run, checks) = in_private_network(|| {
-        let mut host = Host::new("true");
-        host.hooks("Resources.Watched.Metadata.app.nope");
-        host.pretend_cfn_hup_runs();
-        host.checks()
-    });
+    let (run, checks) = checks_with_hook_path("Resources.Watched.Metadata.app.nope");
     run.code(1);
     assert_eq!(with_verdict(&checks, "failed"), ["hook.path:watch"]);
     assert_eq!(
