@@ -72,6 +72,9 @@ impl Podman {
             .arg("--runroot")
             .arg(self.dir.join("run"))
             .args(["--storage-driver", "vfs"])
+            // podman's own warnings about this machine are not asserted on (the container's
+            // streams are read from its log, see `Image::run_with`); errors still show.
+            .arg("--log-level=error")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/sbin:/usr/bin:/sbin:/bin".into()))
             .env("HOME", &self.dir)
@@ -193,6 +196,13 @@ impl Image {
     fn run_with(&self, entrypoint: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Podman::get().cmd();
         cmd.args(["run", "--rm", "--network", "host", "--platform", &format!("linux/{}", self.arch)]);
+        // The container's own streams go to a log file conmon writes (the k8s-file
+        // format tags each line with its stream), so that what the tool printed is kept
+        // apart from what podman says of itself on its stderr: podman warns there about
+        // this machine (a read-only cgroup controller, say), which is not the tool's output.
+        let logs = tempfile::tempdir().expect("a folder for the container's log");
+        let log = logs.path().join("container.log");
+        cmd.arg("--log-driver").arg("k8s-file").arg("--log-opt").arg(format!("path={}", log.display()));
         cmd.args(["--env", "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1"]);
         for (name, value) in env {
             cmd.arg("--env").arg(format!("{name}={value}"));
@@ -211,8 +221,37 @@ impl Image {
             }
             cmd.arg(&self.tag);
         }
-        cmd.args(args).output().expect("run podman")
+        cmd.args(args);
+        let podman = cmd.output().expect("run podman");
+        container_output(podman, &log)
     }
+}
+
+/// What the container itself wrote, read back from its k8s-file log: each line is
+/// `TIME STREAM TAG TEXT`, TAG `F` for a whole line and `P` for a part that continues
+/// (or ends the output without a newline). When podman could not run the container,
+/// podman's own output is what there is to show, so it is kept in stderr after a marker.
+fn container_output(podman: Output, log: &std::path::Path) -> Output {
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let text = std::fs::read(log).unwrap_or_default();
+    for line in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let mut fields = line.splitn(4, |b| *b == b' ');
+        let (_time, stream, tag, content) = (fields.next(), fields.next(), fields.next(), fields.next().unwrap_or(b""));
+        let out = match stream {
+            Some(b"stdout") => &mut stdout,
+            Some(b"stderr") => &mut stderr,
+            _ => panic!("{}: not a k8s-file log line: {}", log.display(), String::from_utf8_lossy(line)),
+        };
+        out.extend_from_slice(content);
+        if tag == Some(b"F") {
+            out.push(b'\n');
+        }
+    }
+    if !podman.status.success() {
+        stderr.extend_from_slice(b"--- podman's own stderr\n");
+        stderr.extend_from_slice(&podman.stderr);
+    }
+    Output { status: podman.status, stdout, stderr }
 }
 
 /// Whether the kernel runs aarch64 binaries by itself: a `qemu-aarch64` binfmt_misc
