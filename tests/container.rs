@@ -116,6 +116,21 @@ fn context() -> PathBuf {
     dist_dir().join("container")
 }
 
+/// The dist context's root for `arch`, or a failure saying in one line which command
+/// builds it. `cargo test --test container` alone builds only the x86_64 artifacts (see
+/// `common::dist_dir`): the arm64 ones need the aarch64 cross build `cargo xtask test`
+/// makes.
+fn arch_root(arch: &str) -> PathBuf {
+    let root = context().join(format!("rootfs-{arch}"));
+    assert!(
+        root.join("opt/aws/bin/cfn-bootstrap").is_file(),
+        "the {arch} artifacts are not built ({} is missing): run `cargo xtask test`, which builds them, \
+         or point CFN_TEST_DIST at the output of `cargo xtask dist` (without --skip-aarch64)",
+        root.display()
+    );
+    root
+}
+
 impl Image {
     /// Built once per test process, as `podman build --platform linux/<arch>` of the context.
     fn get(arch: &'static str) -> &'static Image {
@@ -123,13 +138,7 @@ impl Image {
         static ARM64: OnceLock<Image> = OnceLock::new();
         let cell = if arch == "amd64" { &AMD64 } else { &ARM64 };
         cell.get_or_init(|| {
-            let root = context().join(format!("rootfs-{arch}"));
-            assert!(
-                root.is_dir(),
-                "{} is missing: the {arch} image needs the {arch} artifacts (`cargo xtask test` builds them; \
-                 a hand-made CFN_TEST_DIST must come from a `cargo xtask dist` without --skip-aarch64)",
-                root.display()
-            );
+            arch_root(arch);
             let tag = format!("localhost/cfn-bootstrap-test:{arch}");
             let context = context();
             let platform = format!("linux/{arch}");
@@ -522,7 +531,7 @@ fn the_arm64_image_is_built_from_the_same_context_and_its_binary_runs() {
 /// that an arm64 image with an x86_64 binary in it cannot pass above).
 #[test]
 fn the_arm64_root_holds_an_aarch64_binary() {
-    let binary = context().join("rootfs-arm64/opt/aws/bin/cfn-bootstrap");
+    let binary = arch_root("arm64").join("opt/aws/bin/cfn-bootstrap");
     let elf = std::fs::read(&binary).unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
     assert_eq!(&elf[..4], b"\x7fELF", "{} is not an ELF file", binary.display());
     // e_machine, little-endian at offset 18: 183 is EM_AARCH64.
