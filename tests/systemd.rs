@@ -256,7 +256,7 @@ fn unknown_units_and_units_that_fail_to_start_fail_the_build_with_the_reference_
         enable.out
     );
     assert!(
-        enable.log.contains("[ERROR] Could not enable service nosuch. Output: Failed to enable unit: Unit file nosuch.service does not exist."),
+        logs_output_naming(&enable.log, "[ERROR] Could not enable service nosuch. Output: ", "nosuch"),
         "{}",
         enable.log
     );
@@ -268,7 +268,11 @@ fn unknown_units_and_units_that_fail_to_start_fail_the_build_with_the_reference_
         "{}",
         start.out
     );
-    assert!(start.log.contains("Unit nosuch.service not found."), "{}", start.log);
+    assert!(
+        logs_output_naming(&start.log, "[ERROR] Could not start service nosuch. Output: ", "nosuch"),
+        "{}",
+        start.log
+    );
 
     // Not running, to be kept stopped: nothing to do, even for a unit that does not exist.
     let stop = m.cfn_init("stop-unknown");
@@ -282,7 +286,7 @@ fn unknown_units_and_units_that_fail_to_start_fail_the_build_with_the_reference_
         broken.out
     );
     assert!(
-        broken.log.contains("[ERROR] Could not start service cfnbroken. Output: Job for cfnbroken.service failed"),
+        logs_output_naming(&broken.log, "[ERROR] Could not start service cfnbroken. Output: ", "cfnbroken"),
         "{}",
         broken.log
     );
@@ -294,6 +298,14 @@ fn unknown_units_and_units_that_fail_to_start_fail_the_build_with_the_reference_
     let first = m.cfn_init("broken-first");
     assert_eq!(first.code, 1, "{}\n{}", first.out, first.log);
     assert_eq!(m.state("cfnunit").active, "inactive", "{}", first.log);
+}
+
+/// Whether `log` has a line with `prefix` (cfn-init's error, ending in `Output: `)
+/// followed by systemctl's output, which names `unit`. What systemctl says in its own
+/// words is systemd's business (its wording changes between versions); that cfn-init
+/// puts the command's output in the error line is ours (INIT-SVC-05, as the reference).
+fn logs_output_naming(log: &str, prefix: &str, unit: &str) -> bool {
+    log.lines().any(|line| line.split_once(prefix).is_some_and(|(_, output)| output.contains(unit)))
 }
 
 /// HUP-RUN-05: the shipped unit is `Type=notify`; `systemctl start` returns once cfn-hup
