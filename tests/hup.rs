@@ -1516,7 +1516,8 @@ fn an_idle_service_does_not_wake_up_and_stops_at_once_on_sigterm() {
     signal(pid, libc::SIGTERM);
     let stopping = Instant::now();
     let status = reaper.wait_child(pid, Duration::from_secs(10)).expect("stops on SIGTERM");
-    assert!(stopping.elapsed() < Duration::from_secs(2), "stopped after {:?}", stopping.elapsed());
+    // Generous for a loaded machine; without the prompt stop it would be the day-long interval.
+    assert!(stopping.elapsed() < Duration::from_secs(10), "stopped after {:?}", stopping.elapsed());
     assert!(status.success(), "{status:?}");
     assert!(!hup.pid_path().exists());
     assert!(hup.log().ends_with("[INFO] Shutting down cfn-hup\n"), "{}", hup.log());
@@ -1557,7 +1558,8 @@ fn sigterm_during_an_action_terminates_its_process_group_and_stops_at_once() {
     signal(pid, libc::SIGTERM);
     let stopping = Instant::now();
     let status = reaper.wait_child(pid, Duration::from_secs(15)).expect("stops during the action");
-    assert!(stopping.elapsed() < Duration::from_secs(3), "stopped after {:?}", stopping.elapsed());
+    // Generous for a loaded machine; waiting for the action would take its 300 s.
+    assert!(stopping.elapsed() < Duration::from_secs(10), "stopped after {:?}", stopping.elapsed());
     assert!(status.success(), "{status:?}");
     assert!(!pid_alive(shell) && !pid_alive(sleep), "the action's processes are gone");
     assert!(!hup.pid_path().exists());

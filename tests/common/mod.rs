@@ -335,6 +335,12 @@ pub fn emulator_python() -> PathBuf {
     python
 }
 
+/// How long an emulator may take to answer after it was started. It answers in about 3 s
+/// on an idle machine, but moto's imports are seconds of CPU: on a loaded 2-core machine
+/// (a build beside the tests, several tests starting emulators of their own at once)
+/// 30 s was seen to pass. A deadline, not a wait: a ready emulator is used at once.
+const EMULATOR_START: Duration = Duration::from_secs(120);
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -396,7 +402,7 @@ impl Emulator {
             .spawn()
             .expect("start the emulator");
         let mut emulator = Emulator { url: format!("http://127.0.0.1:{port}"), child: Some(child) };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + EMULATOR_START;
         while Instant::now() < deadline {
             if emulator.child.as_mut().is_some_and(|c| c.try_wait().is_ok_and(|status| status.is_some())) {
                 emulator.child = None;
@@ -412,18 +418,18 @@ impl Emulator {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("the emulator at {} did not start within 30 s", emulator.url);
+        panic!("the emulator at {} did not start within {EMULATOR_START:?}", emulator.url);
     }
 
     pub fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + EMULATOR_START;
         while Instant::now() < deadline {
             if ureq::get(&format!("{}/_emu/state", self.url)).call().is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("the emulator at {} did not start within 30 s", self.url);
+        panic!("the emulator at {} did not start within {EMULATOR_START:?}", self.url);
     }
 
     pub fn get_json(&self, path: &str) -> serde_json::Value {
