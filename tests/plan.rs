@@ -2,7 +2,9 @@
 //!
 //! In a sandbox (files, commands, inputs, errors, exit codes), against the emulator (a
 //! stack resource's metadata; content got with credentials, or of a file that is not
-//! world-readable, never shown: issue 22, item 4), and as root in
+//! world-readable, never shown: issue 22, item 4; nor of a file under a directory closed
+//! to other users, and no link followed that cfn-init would refuse: issue 31, F7), and
+//! as root in
 //! the Debian test root (packages, groups, users, services; the root's upper layer is
 //! snapshotted around each plan to show that nothing changed; after a real cfn-init run
 //! the plan says nothing would change).
@@ -15,6 +17,19 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+/// A sandbox every user may search, as `/etc` or `/srv` are. A temporary directory is
+/// 0700, and `plan` withholds the content of whatever is below a directory that not every
+/// user may search (issue 31, F7).
+fn open_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    set_mode(sandbox.dir.path(), 0o755);
+    sandbox
+}
+
+fn set_mode(path: impl AsRef<Path>, mode: u32) {
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+}
 
 fn plan(sandbox: &Sandbox, args: &[&str]) -> Run {
     sandbox.cmd_via(binary(), "cfn-bootstrap plan").arg("plan").args(args).run()
@@ -87,13 +102,13 @@ fn assert_unchanged(before: &BTreeMap<String, Entry>, dir: &Path) {
 
 #[test]
 fn files_show_a_unified_diff_and_nothing_is_written() {
-    let sandbox = Sandbox::new();
+    let sandbox = open_sandbox();
     let root = sandbox.path("root");
     std::fs::create_dir(&root).unwrap();
     let p = |name: &str| root.join(name).display().to_string();
     std::fs::write(p("app.conf"), "port=80\nname=web\n").unwrap();
     std::fs::write(p("same.txt"), "unchanged\n").unwrap();
-    std::fs::set_permissions(p("same.txt"), std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+    set_mode(p("same.txt"), 0o640);
     std::fs::write(p("tool.bin"), b"\x7fELF\0\x01").unwrap();
     let file = metadata_file(
         &sandbox,
@@ -167,7 +182,7 @@ fn after_cfn_init_ran_nothing_would_change() {
         "configSet default, config config:\n  commands: skip migrate: its test fails\nNothing would change.\n",
     );
     // A mode changed by hand is a change again (INIT-FILES-09).
-    std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    set_mode(&target, 0o644);
     plan(&sandbox, &["--run-tests", &file])
         .code(2)
         .stdout_has(&format!("~ files: change {target}: mode 0644 -> 0600\n"));
@@ -247,7 +262,7 @@ fn bad_input_is_an_error_with_exit_1() {
 #[test]
 fn a_stack_resource_is_planned_and_authenticated_content_is_never_shown() {
     let emulator = Emulator::shared();
-    let sandbox = Sandbox::new();
+    let sandbox = open_sandbox();
     let stack_file = sandbox.path("stack.txt").display().to_string();
     let secret_file = sandbox.path("secret.txt").display().to_string();
     std::fs::write(&stack_file, "old\n").unwrap();
@@ -307,7 +322,7 @@ fn a_stack_resource_is_planned_and_authenticated_content_is_never_shown() {
 #[test]
 fn content_got_with_credentials_or_not_world_readable_is_withheld() {
     let emulator = Emulator::shared();
-    let sandbox = Sandbox::new();
+    let sandbox = open_sandbox();
     let expected = "Basic dXNlcjpwYXNz"; // user:pass
     let (address, heads) = common::serve_recorded("127.0.0.1", move |_, head| {
         let authorized = head.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: {expected}")));
@@ -316,13 +331,10 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
     });
     let (bucket, url) = emulator.s3_object(&unique("bucket-secret"), b"bucket-s3cr3t body\n");
     let p = |name: &str| sandbox.path(name).display().to_string();
-    let mode = |path: &str, mode: u32| {
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
-    };
     std::fs::write(p("basic.txt"), "public old\n").unwrap();
-    mode(&p("basic.txt"), 0o644);
+    set_mode(p("basic.txt"), 0o644);
     std::fs::write(p("root-only.txt"), "root-only old s3cr3t\n").unwrap();
-    mode(&p("root-only.txt"), 0o600);
+    set_mode(p("root-only.txt"), 0o600);
     let metadata = sandbox.path("metadata.json");
     let document = json!({
         "AWS::CloudFormation::Authentication": {
@@ -346,7 +358,6 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
     let withheld = |what: &str, reason: &str, change: String| {
         format!("~ files: {what}\n      (content withheld: {reason}; {change})\n")
     };
-    let sized = |bytes: &[u8]| format!("{} bytes, sha256 {}", bytes.len(), digest(bytes));
     for line in [
         withheld(
             &format!("change {}: content", p("basic.txt")),
@@ -384,6 +395,138 @@ fn content_got_with_credentials_or_not_world_readable_is_withheld() {
         .any(|r| r["path"].as_str().is_some_and(|p| p.contains(&bucket)) && r["auth_scheme"] == "AWS4-HMAC-SHA256");
     assert!(signed);
     assert_unchanged(&before, sandbox.dir.path());
+}
+
+/// The content shown in place of what is withheld: its sizes and short digests.
+fn sized(bytes: &[u8]) -> String {
+    format!("{} bytes, sha256 {}", bytes.len(), digest(bytes))
+}
+
+/// Issue 31, F7: a file readable by everyone by its own mode is not when a directory on
+/// its path is closed to them (`/root` is 0700, a home 0750): its content, old and new,
+/// is withheld, naming that directory. Under directories everyone may search, the diff
+/// is still shown.
+#[test]
+fn content_under_a_directory_closed_to_other_users_is_withheld() {
+    let sandbox = open_sandbox();
+    let p = |name: &str| sandbox.path(name).display().to_string();
+    std::fs::create_dir(p("root")).unwrap();
+    set_mode(p("root"), 0o700);
+    std::fs::write(p("root/.npmrc"), "//registry.example/:_authToken=npm-s3cr3t\n").unwrap();
+    set_mode(p("root/.npmrc"), 0o644);
+    std::fs::create_dir_all(p("home/u/.config/pip")).unwrap();
+    set_mode(p("home"), 0o755);
+    set_mode(p("home/u"), 0o750);
+    set_mode(p("home/u/.config"), 0o755);
+    set_mode(p("home/u/.config/pip"), 0o755);
+    std::fs::write(p("home/u/.config/pip/pip.conf"), "index-url = https://u:pip-s3cr3t@pypi.example/\n").unwrap();
+    set_mode(p("home/u/.config/pip/pip.conf"), 0o644);
+    std::fs::create_dir(p("srv")).unwrap();
+    set_mode(p("srv"), 0o755);
+    std::fs::write(p("srv/app.conf"), "port=80\n").unwrap();
+    set_mode(p("srv/app.conf"), 0o644);
+    let file = metadata_file(
+        &sandbox,
+        json!({"config": {"files": {
+            p("root/.npmrc"): {"content": "registry=https://new-s3cr3t.example/\n", "mode": "000644"},
+            p("home/u/.config/pip/pip.conf"): {"content": "[global]\n", "mode": "000644"},
+            p("home/u/.config/new/token"): {"content": "new-s3cr3t\n", "mode": "000644"},
+            p("srv/app.conf"): {"content": "port=8080\n", "mode": "000644"}
+        }}}),
+    );
+    let before = snapshot(sandbox.dir.path());
+    let run = plan(&sandbox, &[&file]);
+    run.code(2).stderr_is("");
+    let closed =
+        |dir: &str, mode: &str| format!("the directory {} is not searchable by every user (mode {mode})", p(dir));
+    for line in [
+        format!(
+            "~ files: change {}: content\n      (content withheld: {}; {} -> {})\n",
+            p("root/.npmrc"),
+            closed("root", "0700"),
+            sized(b"//registry.example/:_authToken=npm-s3cr3t\n"),
+            sized(b"registry=https://new-s3cr3t.example/\n")
+        ),
+        format!(
+            "~ files: change {}: content\n      (content withheld: {}; {} -> {})\n",
+            p("home/u/.config/pip/pip.conf"),
+            closed("home/u", "0750"),
+            sized(b"index-url = https://u:pip-s3cr3t@pypi.example/\n"),
+            sized(b"[global]\n")
+        ),
+        // A file the build would create there is no more readable by everyone.
+        format!(
+            "~ files: create {} (mode 0644)\n      (content withheld: {}; {})\n",
+            p("home/u/.config/new/token"),
+            closed("home/u", "0750"),
+            sized(b"new-s3cr3t\n")
+        ),
+        // Under directories open to everyone: the diff, as before.
+        format!(
+            "~ files: change {0}: content\n      --- {0}\n      +++ {0}\n      @@ -1 +1 @@\n      -port=80\n      +port=8080\n",
+            p("srv/app.conf")
+        ),
+    ] {
+        assert!(run.stdout.contains(&line), "missing:\n{line}\n{run}");
+    }
+    assert!(!run.stdout.contains("s3cr3t"), "{run}");
+    assert!(run.stdout.ends_with("4 changes.\n"), "{run}");
+    assert_unchanged(&before, sandbox.dir.path());
+}
+
+/// Issue 31, F7: a link a user planted in a directory of the path (`~/.aws` pointing at
+/// a root-only directory) is not followed by `plan` any more than by cfn-init: the plan
+/// stops with cfn-init's own refusal, and nothing of the link's target is shown. Owned by
+/// root, the link is followed as the build follows it, and the target's directory is
+/// what a user would have to pass: closed to others, its content is withheld.
+#[test]
+fn a_link_planted_by_a_user_in_a_parent_directory_is_refused_as_cfn_init_refuses_it() {
+    const NOBODY: u32 = 65534;
+    let sandbox = open_sandbox();
+    let p = |name: &str| sandbox.path(name).display().to_string();
+    std::fs::create_dir(p("rootonly")).unwrap();
+    set_mode(p("rootonly"), 0o700);
+    std::fs::write(p("rootonly/credentials"), "aws_secret_access_key = link-s3cr3t\n").unwrap();
+    set_mode(p("rootonly/credentials"), 0o644);
+    std::fs::create_dir_all(p("home/v")).unwrap();
+    set_mode(p("home"), 0o755);
+    std::os::unix::fs::chown(p("home/v"), Some(NOBODY), Some(NOBODY)).unwrap();
+    std::os::unix::fs::symlink(p("rootonly"), p("home/v/.aws")).unwrap();
+    std::os::unix::fs::lchown(p("home/v/.aws"), Some(NOBODY), Some(NOBODY)).unwrap();
+    let target = p("home/v/.aws/credentials");
+    let file =
+        metadata_file(&sandbox, json!({"config": {"files": {&target: {"content": "[default]\n", "mode": "000644"}}}}));
+    let refusal =
+        format!("Refusing to write {target}: {} is a symbolic link owned by nobody (uid 65534)", p("home/v/.aws"));
+
+    let before = snapshot(sandbox.dir.path());
+    let run = plan(&sandbox, &[&file]);
+    run.code(1).stderr_is(&format!("cfn-bootstrap plan: cfn-init would fail: {refusal}\n")).stdout_is(&format!(
+        "configSet default, config config:\n  nothing to do\ncfn-init would stop here: {refusal}\n"
+    ));
+    assert_unchanged(&before, sandbox.dir.path());
+    // A link to be made there is refused the same way.
+    let link = p("home/v/.aws/config");
+    let links =
+        metadata_file(&sandbox, json!({"config": {"files": {&link: {"content": "/etc/hosts", "mode": "120777"}}}}));
+    plan(&sandbox, &[&links]).code(1).stdout_has(&format!(
+        "cfn-init would stop here: Refusing to write {link}: {} is a symbolic link owned by nobody (uid 65534)\n",
+        p("home/v/.aws")
+    ));
+    // cfn-init refuses it with the same words.
+    sandbox.cmd("cfn-init").arg(&file).run().code(1).stderr_has(&refusal);
+    assert_eq!(std::fs::read_to_string(p("rootonly/credentials")).unwrap(), "aws_secret_access_key = link-s3cr3t\n");
+
+    // Owned by root, the link is followed; what it leads to is closed to others.
+    std::os::unix::fs::lchown(p("home/v/.aws"), Some(0), Some(0)).unwrap();
+    let run = plan(&sandbox, &[&file]);
+    run.code(2).stderr_is("").stdout_has(&format!(
+        "~ files: change {target}: content\n      (content withheld: the directory {} is not searchable by every user (mode 0700); {} -> {})\n",
+        p("rootonly"),
+        sized(b"aws_secret_access_key = link-s3cr3t\n"),
+        sized(b"[default]\n")
+    ));
+    assert!(!run.stdout.contains("s3cr3t"), "{run}");
 }
 
 fn plan_env(sandbox: &Sandbox, args: &[&str], endpoints: &Path) -> Run {
@@ -552,7 +695,7 @@ fn systemd_units_are_planned_from_systemctl_s_answers() {
 
 #[test]
 fn a_template_resource_is_planned_as_render_resolves_it() {
-    let sandbox = Sandbox::new();
+    let sandbox = open_sandbox();
     let target = sandbox.path("site.conf").display().to_string();
     let template = sandbox.path("site.yaml");
     std::fs::write(

@@ -224,7 +224,7 @@ impl<'a> Backup<'a> {
 
 /// The regular file `name` opened for reading, if it is still the one `entry`
 /// describes (not a link or a FIFO put there since: neither is followed or waited on).
-fn open_same_file(dir: &ParentDir, name: &OsStr, entry: &Entry) -> Option<fs::File> {
+pub(crate) fn open_same_file(dir: &ParentDir, name: &OsStr, entry: &Entry) -> Option<fs::File> {
     let file = dir.open_read(name).ok()?;
     let now = file.metadata().ok()?;
     (now.is_file() && now.dev() == entry.dev && now.ino() == entry.ino).then_some(file)

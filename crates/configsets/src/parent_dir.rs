@@ -10,6 +10,10 @@
 //! later step (backup, temporary file, rename) works relative to the opened directory,
 //! so swapping a directory of the path for a link during the run cannot redirect it.
 //!
+//! `plan` walks the same way ([`look_parent`]), creating nothing: it meets the same
+//! links and refusals as the build, and learns which directory on the way others may not
+//! search (issue 31, F7).
+//!
 //! `openat2(RESOLVE_NO_SYMLINKS)` would refuse root's links too, which the rule keeps,
 //! so the walk is done by hand. rustix gives these calls without `unsafe` and with
 //! owned descriptors; it is already built for `tempfile`.
@@ -73,6 +77,9 @@ impl Entry {
     pub fn is_dir(&self) -> bool {
         self.kind == FileType::Directory
     }
+    pub fn is_symlink(&self) -> bool {
+        self.kind == FileType::Symlink
+    }
 }
 
 fn io(e: Errno) -> std::io::Error {
@@ -89,25 +96,88 @@ fn owner_text(uid: u32) -> String {
 /// Opens the directory that holds `file`, creating what is missing; returns it with
 /// the file's name in it.
 pub fn open_parent(file: &Path) -> Result<(ParentDir, OsString), ParentError> {
+    match walk(file, false)? {
+        (Walked::Reached(dir), _, name) => Ok((dir, name)),
+        // Not met: a walk that creates goes on where a directory is missing.
+        (Walked::Missing(missing), ..) => Err(ParentError::Create { parent: missing, source: io(Errno::NOENT) }),
+    }
+}
+
+/// A directory on the way to a file that not every user may search (others have no
+/// `x`), so that the file is not readable by everyone whatever its own mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    pub path: PathBuf,
+    pub mode: u32,
+}
+
+/// What a look at the directory of a file found, changing nothing.
+pub enum Looked {
+    /// Every directory exists: the file's directory, opened as [`open_parent`] opens it.
+    Found(ParentDir),
+    /// This directory does not exist; a build would create it and what is below it.
+    Missing(PathBuf),
+}
+
+/// Walks to the directory that holds `file` as [`open_parent`] does (the same links
+/// followed or refused, with the same errors) but creates nothing: it stops at the
+/// first directory that does not exist. Also returns the first directory walked
+/// through, from `/` and along the links followed, that not every user may search:
+/// what a user without privileges would meet on the way to the file (`plan`).
+pub fn look_parent(file: &Path) -> Result<(Looked, Option<Closed>, OsString), ParentError> {
+    let (walked, closed, name) = walk(file, true)?;
+    let looked = match walked {
+        Walked::Reached(dir) => Looked::Found(dir),
+        Walked::Missing(missing) => Looked::Missing(missing),
+    };
+    Ok((looked, closed, name))
+}
+
+/// Where a walk ended.
+enum Walked {
+    Reached(ParentDir),
+    /// Only when looking: the first directory that does not exist.
+    Missing(PathBuf),
+}
+
+/// The one walk from `/` to the directory of `file`. Writing, a missing directory is
+/// created; `looking`, the walk stops there, and each directory opened is checked for
+/// the first one others may not search (an `fstat` each, which writing does without).
+fn walk(file: &Path, looking: bool) -> Result<(Walked, Option<Closed>, OsString), ParentError> {
     let name = file.file_name().ok_or_else(|| ParentError::NoFileName(file.into()))?.to_os_string();
     let parent = file.parent().unwrap_or(Path::new("/"));
     let create_error = |e: Errno| ParentError::Create { parent: parent.into(), source: io(e) };
     let open_root = || rustix::fs::openat(rustix::fs::CWD, "/", DIR_FLAGS, Mode::empty()).map_err(create_error);
+    let mut closed = None;
+    let mut note = |dir: &OwnedFd, path: &Path| -> Result<(), ParentError> {
+        if looking && closed.is_none() {
+            let mode = rustix::fs::fstat(dir).map_err(create_error)?.st_mode & 0o7777;
+            if mode & 0o001 == 0 {
+                closed = Some(Closed { path: path.into(), mode });
+            }
+        }
+        Ok(())
+    };
 
     let mut pending: VecDeque<OsString> = components(parent);
     let mut dir = open_root()?;
     let mut shown = PathBuf::from("/");
+    note(&dir, &shown)?;
     let (mut links, mut retries, mut announced) = (0, 0, false);
     while let Some(step) = pending.pop_front() {
         let here = shown.join(&step);
         let err = match rustix::fs::openat(&dir, step.as_os_str(), DIR_FLAGS, Mode::empty()) {
             Ok(next) => {
+                note(&next, &here)?;
                 (dir, shown, retries) = (next, here, 0);
                 continue;
             }
             Err(e) => e,
         };
         if err == Errno::NOENT {
+            if looking {
+                return Ok((Walked::Missing(here), closed, name));
+            }
             retries += 1;
             if retries > MAX_RETRIES {
                 return Err(create_error(err));
@@ -156,7 +226,8 @@ pub fn open_parent(file: &Path) -> Result<(ParentDir, OsString), ParentError> {
     }
     let stat = rustix::fs::fstat(&dir).map_err(create_error)?;
     let root_only = stat.st_uid == 0 && stat.st_mode & 0o022 == 0;
-    Ok((ParentDir { fd: dir, path: parent.into(), root_only, dev: stat.st_dev }, name))
+    let dir = ParentDir { fd: dir, path: parent.into(), root_only, dev: stat.st_dev };
+    Ok((Walked::Reached(dir), closed, name))
 }
 
 /// The directory of the file written last, kept open for the next file of a `files`
@@ -369,6 +440,44 @@ mod tests {
                 "{err}"
             );
             assert!(!dir.path().join("real/sub").exists());
+        }
+    }
+
+    /// Looking walks as writing does, creates nothing, and names the first directory on
+    /// the way, along the links followed, that others may not search.
+    #[test]
+    fn looking_creates_nothing_and_names_the_first_directory_closed_to_others() {
+        use std::fs::Permissions;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), Permissions::from_mode(0o755)).unwrap();
+        let (open, closed) = (dir.path().join("open"), dir.path().join("closed"));
+        std::fs::create_dir_all(closed.join("inner")).unwrap();
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&closed, Permissions::from_mode(0o750)).unwrap();
+        symlink(closed.join("inner"), open.join("link")).unwrap();
+
+        let (looked, found, name) = look_parent(&open.join("f")).unwrap();
+        assert!(matches!(looked, Looked::Found(d) if d.path == open));
+        assert_eq!((found, name.to_str()), (None, Some("f")));
+        // Through the link: the link's target is what a user would have to pass.
+        let (looked, found, _) = look_parent(&open.join("link/f")).unwrap();
+        assert!(matches!(looked, Looked::Found(_)));
+        assert_eq!(found, Some(Closed { path: closed.clone(), mode: 0o750 }));
+        // A missing directory is named, not created.
+        let (looked, found, _) = look_parent(&open.join("new/deeper/f")).unwrap();
+        assert!(matches!(looked, Looked::Missing(m) if m == open.join("new")));
+        assert_eq!(found, None);
+        assert!(!open.join("new").exists());
+        // A file where a directory should be: the build's own error.
+        std::fs::write(open.join("file"), "x").unwrap();
+        let err = look_parent(&open.join("file/f")).err().unwrap();
+        assert_eq!(err.to_string(), format!("Parent directory {} exists and is a file", open.join("file").display()));
+        if is_root() {
+            std::os::unix::fs::lchown(open.join("link"), Some(65534), Some(65534)).unwrap();
+            let err = look_parent(&open.join("link/f")).err().unwrap();
+            assert!(matches!(err, ParentError::UserLink { ref link, .. } if *link == open.join("link")), "{err}");
         }
     }
 

@@ -3,19 +3,26 @@
 //! rendered when it has a `context`) and compared with what is at the path now; the mode
 //! and owner as the build would set them (`files::mode_for`, `files::owner_ids`).
 //!
+//! Each path is walked as the build walks it (`parent_dir::look_parent`, creating
+//! nothing): a link in a directory of the path that the build would refuse stops the
+//! plan with the build's own error, and the old content is read only from the file the
+//! build would replace (never through a link).
+//!
 //! A fetched file goes into memory (a memfd), never to disk. Content that came with
-//! credentials, or of a file that is not world-readable, is never shown ([`withheld`]);
-//! binary or large content is summarised by its size.
+//! credentials, or of a file that not every user could read along its whole path, is
+//! never shown ([`withheld`]); binary or large content is summarised by its size.
 
 use super::{Item, Pending};
 use crate::document;
 use crate::environment::Environment;
-use crate::files::{inline_content, mode_for, owner_ids, process_umask, render, symlink_in_place, symlink_target};
+use crate::files::{
+    inline_content, mode_for, open_same_file, owner_ids, process_umask, render, symlink_in_place, symlink_target,
+};
 use crate::model::FileSpec;
-use std::fs::{self, File};
+use crate::parent_dir::{Closed, Looked, look_parent};
+use std::fs::File;
 use std::io::{Read, Seek};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Content larger than this is summarised by its size, not diffed.
 const MAX_SHOWN: usize = 256 * 1024;
@@ -52,7 +59,10 @@ fn plan_link(spec: &FileSpec) -> Result<Option<(Item, bool)>, String> {
     if symlink_in_place(path, &target) {
         return Ok(None);
     }
-    let verb = if fs::symlink_metadata(path).is_ok() { "replace" } else { "create" };
+    // Its directory reached as the build reaches it: a link the build refuses stops here.
+    let (looked, _, name) = look_parent(path).map_err(|e| e.to_string())?;
+    let exists = matches!(&looked, Looked::Found(dir) if dir.exists(&name));
+    let verb = if exists { "replace" } else { "create" };
     Ok(Some((Item::change("files", format!("{verb} {} as a link to {target}", spec.path)), true)))
 }
 
@@ -63,13 +73,30 @@ fn plan_file(
     umask: u32,
     pending: &Pending,
 ) -> Result<Option<(Item, bool)>, String> {
-    let (new, with_credentials) = content(spec, env)?;
     let path = &spec.path;
-    let existing = fs::symlink_metadata(path).ok();
-    let current = existing.as_ref().filter(|m| m.is_file());
-    let old_mode = current.map(|m| m.mode() & 0o7777);
+    // The directory is reached as the build reaches it (`parent_dir`), before anything is
+    // fetched: a link the build refuses stops the plan as it stops the build, and what is
+    // there is never looked at through it.
+    let (looked, closed, name) = look_parent(Path::new(path)).map_err(|e| e.to_string())?;
+    let (new, with_credentials) = content(spec, env)?;
+    let (way, existing) = match &looked {
+        Looked::Found(dir) => (Way::Existing(closed), dir.entry(&name).ok()),
+        Looked::Missing(missing) => {
+            (Way::Created { closed, missing: missing.clone(), mode: CREATED_DIR_MODE & !umask }, None)
+        }
+    };
+    // The previous regular file, opened as the build opens it: never through a link, a
+    // FIFO not waited on.
+    let current = match (&looked, existing) {
+        (Looked::Found(dir), Some(entry)) if entry.is_file() => {
+            let file = open_same_file(dir, &name, &entry).ok_or_else(|| format!("Could not read {path}"))?;
+            Some((entry, file))
+        }
+        _ => None,
+    };
+    let old_mode = current.as_ref().map(|(entry, _)| entry.mode);
     let mode = mode_for(spec, old_mode, umask);
-    let reason = withheld(with_credentials, old_mode, mode);
+    let reason = withheld(with_credentials, &way, old_mode, mode);
     let reason = reason.as_deref();
     // An owner or group that the build creates above has no id yet.
     let new_owner = spec.owner.as_ref().filter(|o| pending.users.contains(o.as_str()));
@@ -85,11 +112,11 @@ fn plan_file(
         owner_ids(spec)?
     };
 
-    let Some(meta) = current else {
-        let what = match &existing {
+    let Some((meta, mut file)) = current else {
+        let what = match existing {
             None => "create",
-            Some(m) if m.is_dir() => "replace the directory",
-            Some(m) if m.file_type().is_symlink() => "replace the link",
+            Some(entry) if entry.is_dir() => "replace the directory",
+            Some(entry) if entry.is_symlink() => "replace the link",
             Some(_) => "replace",
         };
         let mut item = Item::change("files", format!("{what} {path} (mode {mode:04o}{})", owner_text(spec)));
@@ -97,13 +124,15 @@ fn plan_file(
         return Ok(Some((item, true)));
     };
 
-    let old = read_if_same_size(path, meta.len(), new.len())?;
+    let old_len = file.metadata().map_err(|e| read_error(path, &e))?.len();
+    // Of the new content's size, the current content is read to compare (else it differs unread).
+    let old = if old_len == new.len() as u64 { Some(read_all(&mut file, path)?) } else { None };
     let content_changed = old.as_deref() != Some(new.as_slice());
     let mut parts = Vec::new();
     if content_changed {
         parts.push("content".to_string());
     }
-    let old_mode = meta.mode() & 0o7777;
+    let old_mode = meta.mode;
     if old_mode != mode {
         parts.push(format!("mode {old_mode:04o} -> {mode:04o}"));
     }
@@ -113,11 +142,11 @@ fn plan_file(
     if let Some(group) = new_group {
         parts.push(format!("group {group} (created above)"));
     }
-    if let Some(uid) = ids.0.filter(|uid| *uid != meta.uid()) {
-        parts.push(format!("owner {} -> {uid}", meta.uid()));
+    if let Some(uid) = ids.0.filter(|uid| *uid != meta.uid) {
+        parts.push(format!("owner {} -> {uid}", meta.uid));
     }
-    if let Some(gid) = ids.1.filter(|gid| *gid != meta.gid()) {
-        parts.push(format!("group {} -> {gid}", meta.gid()));
+    if let Some(gid) = ids.1.filter(|gid| *gid != meta.gid) {
+        parts.push(format!("group {} -> {gid}", meta.gid));
     }
     if parts.is_empty() {
         return Ok(None);
@@ -126,7 +155,7 @@ fn plan_file(
     if content_changed {
         let old = match old {
             Some(old) => old,
-            None => read_all(path)?,
+            None => read_all(&mut file, path)?,
         };
         item.detail = shown_change(path, Some(&old), &new, reason);
     }
@@ -172,42 +201,71 @@ fn content(spec: &FileSpec, env: &Environment<'_>) -> Result<(Vec<u8>, bool), St
     }
 }
 
-/// Why a file's content, old and new, is not shown, when it is not (issue 22, item 4).
-/// Decided here and nowhere else. `plan` reads as root and prints to a terminal, a CI
-/// log or a ticket, where it must show no more than anyone on the host could read, so
-/// it never shows:
+/// The mode `parent_dir` creates a missing directory with, before the umask.
+const CREATED_DIR_MODE: u32 = 0o777;
+
+/// What a user without privileges meets on the way to a file, as `parent_dir` walks it.
+#[derive(Debug)]
+enum Way {
+    /// Every directory exists; the first one that others may not search, if any.
+    Existing(Option<Closed>),
+    /// `missing` does not exist: the build creates it, and what is below it, with
+    /// `mode`; `closed` is met before it.
+    Created { closed: Option<Closed>, missing: PathBuf, mode: u32 },
+}
+
+/// Why a file's content, old and new, is not shown, when it is not (issue 22, item 4;
+/// issue 31, F7). Decided here and nowhere else. `plan` reads as root and prints to a
+/// terminal, a CI log or a ticket, where it must show no more than anyone on the host
+/// could read, so it never shows:
 /// * content that came with credentials (`with_credentials`): they stand for an access
 ///   the reader of the plan need not have, whether the file named the block or it was
 ///   chosen by default (`uris`, `buckets`, a role);
 /// * the old or the new content of a file that is not world-readable before or after
 ///   the build: its mode says who may read it, and a plan run as root must not widen
-///   that (a root-only file now, a file the metadata makes private).
+///   that (a root-only file now, a file the metadata makes private);
+/// * the content of a file that a user cannot reach (`way`): a directory on its path,
+///   from `/` and along the links the build follows, that others may not search (a
+///   0644 `/root/.npmrc`, a `~/.pypirc` under a 0750 home), now or as the build would
+///   create it.
 ///
 /// What is shown instead ([`shown_change`]): that the content changes, its size and the
 /// first 12 hex digits of its SHA-256, enough to tell versions apart.
-fn withheld(with_credentials: bool, old_mode: Option<u32>, new_mode: u32) -> Option<String> {
+fn withheld(with_credentials: bool, way: &Way, old_mode: Option<u32>, new_mode: u32) -> Option<String> {
     const WORLD_READABLE: u32 = 0o004;
+    const WORLD_SEARCHABLE: u32 = 0o001;
     if with_credentials {
-        Some("fetched with credentials".to_string())
-    } else if new_mode & WORLD_READABLE == 0 {
-        Some(format!("the file would not be world-readable (mode {new_mode:04o})"))
-    } else {
-        old_mode
-            .filter(|mode| mode & WORLD_READABLE == 0)
-            .map(|mode| format!("the file is not world-readable now (mode {mode:04o})"))
+        return Some("fetched with credentials".to_string());
+    }
+    if new_mode & WORLD_READABLE == 0 {
+        return Some(format!("the file would not be world-readable (mode {new_mode:04o})"));
+    }
+    if let Some(mode) = old_mode.filter(|mode| mode & WORLD_READABLE == 0) {
+        return Some(format!("the file is not world-readable now (mode {mode:04o})"));
+    }
+    match way {
+        Way::Existing(Some(closed)) | Way::Created { closed: Some(closed), .. } => Some(format!(
+            "the directory {} is not searchable by every user (mode {:04o})",
+            closed.path.display(),
+            closed.mode
+        )),
+        Way::Created { missing, mode, .. } if mode & WORLD_SEARCHABLE == 0 => Some(format!(
+            "the directory {} would be created not searchable by every user (mode {mode:04o})",
+            missing.display()
+        )),
+        Way::Existing(None) | Way::Created { .. } => None,
     }
 }
 
-/// The current content when it has the new one's size (else it differs unread).
-fn read_if_same_size(path: &str, old_len: u64, new_len: usize) -> Result<Option<Vec<u8>>, String> {
-    if old_len != new_len as u64 {
-        return Ok(None);
-    }
-    read_all(path).map(Some)
+fn read_error(path: &str, e: &std::io::Error) -> String {
+    format!("Could not read {path}: {}", cfn_python::strerror(e))
 }
 
-fn read_all(path: &str) -> Result<Vec<u8>, String> {
-    fs::read(path).map_err(|e| format!("Could not read {path}: {}", cfn_python::strerror(&e)))
+/// The whole content of the opened file, from its start.
+fn read_all(file: &mut File, path: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    file.rewind().and_then(|_| file.read_to_end(&mut bytes)).map_err(|e| read_error(path, &e))?;
+    Ok(bytes)
 }
 
 /// The content change as diff lines, or one line saying why it is not shown.
@@ -276,13 +334,104 @@ mod tests {
 
     #[test]
     fn content_is_withheld_when_it_came_with_credentials_or_is_not_world_readable() {
-        assert_eq!(withheld(false, None, 0o644), None);
-        assert_eq!(withheld(false, Some(0o604), 0o644), None);
-        assert_eq!(withheld(true, Some(0o644), 0o644).as_deref(), Some("fetched with credentials"));
-        assert_eq!(withheld(false, None, 0o640).as_deref(), Some("the file would not be world-readable (mode 0640)"));
+        let open = Way::Existing(None);
+        assert_eq!(withheld(false, &open, None, 0o644), None);
+        assert_eq!(withheld(false, &open, Some(0o604), 0o644), None);
+        assert_eq!(withheld(true, &open, Some(0o644), 0o644).as_deref(), Some("fetched with credentials"));
         assert_eq!(
-            withheld(false, Some(0o600), 0o644).as_deref(),
+            withheld(false, &open, None, 0o640).as_deref(),
+            Some("the file would not be world-readable (mode 0640)")
+        );
+        assert_eq!(
+            withheld(false, &open, Some(0o600), 0o644).as_deref(),
             Some("the file is not world-readable now (mode 0600)")
         );
+    }
+
+    #[test]
+    fn content_is_withheld_when_a_directory_on_the_way_is_closed_to_others() {
+        let root = || Some(Closed { path: "/root".into(), mode: 0o700 });
+        let closed = "the directory /root is not searchable by every user (mode 0700)";
+        assert_eq!(withheld(false, &Way::Existing(root()), Some(0o644), 0o644).as_deref(), Some(closed));
+        let created = |closed, mode| Way::Created { closed, missing: "/srv/new".into(), mode };
+        assert_eq!(withheld(false, &created(root(), 0o755), None, 0o644).as_deref(), Some(closed));
+        assert_eq!(withheld(false, &created(None, 0o755), None, 0o644), None);
+        // Created under a umask of 077: nobody else may search it.
+        assert_eq!(
+            withheld(false, &created(None, 0o700), None, 0o644).as_deref(),
+            Some("the directory /srv/new would be created not searchable by every user (mode 0700)")
+        );
+        // Others may search with `x` alone; `r` alone is not enough.
+        assert_eq!(withheld(false, &created(None, 0o711), None, 0o644), None);
+        assert_eq!(
+            withheld(false, &created(None, 0o774), None, 0o644).as_deref().map(|r| r.contains("0774")),
+            Some(true)
+        );
+    }
+
+    /// Whatever the modes along a path, content is shown exactly when every user could
+    /// read the file: each directory from `/` searchable by others, the file readable by
+    /// them (the oracle asks the file system for each ancestor's mode by path).
+    mod readable_along_the_path {
+        use super::*;
+        use proptest::prelude::*;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+        /// Whether every user may search each directory above `path` and read it.
+        fn readable_by_everyone(path: &Path, file_mode: u32, missing_mode: Option<u32>) -> bool {
+            let dirs_open = path
+                .ancestors()
+                .skip(1)
+                .filter_map(|dir| std::fs::metadata(dir).ok())
+                .all(|meta| meta.mode() & 0o001 != 0);
+            dirs_open && file_mode & 0o004 != 0 && missing_mode.is_none_or(|mode| mode & 0o001 != 0)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+            #[test]
+            fn content_is_shown_only_when_every_directory_lets_everyone_through(
+                // The owner keeps rwx so that the walk works without privileges too.
+                dir_modes in proptest::collection::vec(0o700u32..0o1000, 1..6),
+                missing in 0usize..3,
+                file_mode in 0o600u32..0o700,
+                umask in 0u32..0o100,
+            ) {
+                let temp = tempfile::tempdir().unwrap();
+                std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+                let mut dir = temp.path().to_path_buf();
+                let mut made = Vec::new();
+                for (i, _) in dir_modes.iter().enumerate() {
+                    dir.push(format!("d{i}"));
+                    std::fs::create_dir(&dir).unwrap();
+                    made.push(dir.clone());
+                }
+                for extra in 0..missing {
+                    dir.push(format!("missing{extra}"));
+                }
+                let file = dir.join("f");
+                if missing == 0 {
+                    std::fs::write(&file, "old").unwrap();
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(file_mode)).unwrap();
+                }
+                for (made, mode) in made.iter().zip(&dir_modes).rev() {
+                    std::fs::set_permissions(made, std::fs::Permissions::from_mode(*mode)).unwrap();
+                }
+
+                let (looked, closed, _) = look_parent(&file).unwrap();
+                let (way, old_mode, missing_mode) = match looked {
+                    Looked::Found(_) => (Way::Existing(closed), Some(file_mode), None),
+                    Looked::Missing(missing) => {
+                        let mode = CREATED_DIR_MODE & !umask;
+                        (Way::Created { closed, missing, mode }, None, Some(mode))
+                    }
+                };
+                prop_assert_eq!(missing_mode.is_some(), missing > 0);
+                let shown = withheld(false, &way, old_mode, file_mode).is_none();
+                prop_assert_eq!(shown, readable_by_everyone(&file, file_mode, missing_mode), "{:?}", way);
+                // Looking created nothing.
+                prop_assert_eq!(missing == 0, file.parent().unwrap().exists());
+            }
+        }
     }
 }
