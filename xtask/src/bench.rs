@@ -4,7 +4,7 @@
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
 //! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
-//! render, validate, validate-template).
+//! render, validate, validate-template, hostile).
 //!
 //! `render` is `cfn-bootstrap render` of the seed template (the end-to-end scenario's),
 //! `validate` is `cfn-bootstrap validate` of the seed metadata (the scenario stack's, in
@@ -13,6 +13,10 @@
 //! resources with Init and parameters without values (tests/templates/large_init.yaml),
 //! every resource and configSet, each condition over an unknown both ways (target: under
 //! 20 ms wall).
+//!
+//! `hostile` is `validate -t` of each hostile template of issue 31 (bench/hostile.rs): the
+//! F1 Fn::Sub nest, F2's one-line Fn::Join, F3's configSet list, F4's `%(` value, F12's
+//! sections and keys, F13's 1 MiB of calls; ours alone (target: each under 1 s wall).
 //!
 //! `--hup-minutes M`: only the cfn-hup daemon (workload 6), its polls phase lasting M
 //! minutes (a poll a second) to show its memory stays flat; it works in
@@ -46,6 +50,7 @@
 
 mod floor;
 mod footprint;
+mod hostile;
 mod hup;
 mod measure;
 mod process_floor;
@@ -72,8 +77,8 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 13] =
-    ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate", "validate-template"];
+const WORKLOAD_IDS: [&str; 14] =
+    ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate", "validate-template", "hostile"];
 /// `cfn-bootstrap validate`'s input: the seed metadata.
 const SEED_METADATA: &str = "tests/validate/seed-metadata.json";
 /// `cfn-bootstrap validate -t`'s input: a large template without its parameters' values.
@@ -90,7 +95,7 @@ struct Options {
 
 impl Options {
     fn runs_workload(&self, id: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| o == id)
+        self.only.is_empty() || self.only.iter().any(|o| o == id || (o == "hostile" && id.starts_with("hostile-")))
     }
 }
 
@@ -283,6 +288,8 @@ struct Workload {
     /// The process floor's arguments, for the workloads that have a floor (issue 16);
     /// those also run the glibc build beside the static one.
     floor: Option<Vec<String>>,
+    /// The exit codes of a run that did its work (`validate` exits 1 on findings).
+    exits: &'static [i32],
 }
 
 struct Outcome {
@@ -330,7 +337,7 @@ fn run_workload(
             (Kind::Floor { .. }, Some(floor)) => cmd.args(floor),
             _ => cmd.args(&w.args),
         };
-        let result = clean(&w.clean).and_then(|_| measure::run(&mut cmd, &ctx.out_path(w.id, imp)));
+        let result = clean(&w.clean).and_then(|_| measure::run_exiting(&mut cmd, &ctx.out_path(w.id, imp), w.exits));
         match result {
             Ok(sample) => Some(sample),
             Err(e) => {
@@ -599,6 +606,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: Some(w1_dir.clone()),
             floor: Some(small_config_floor(&w1_dir)),
+            exits: &[0],
         },
         Workload {
             id: "2-base",
@@ -609,6 +617,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "2a",
@@ -619,6 +628,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup: 1,
             clean: Some(w2_dir.clone()),
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "2b",
@@ -629,6 +639,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup: 1,
             clean: Some(w2_dir.clone()),
             floor: Some(vec!["files".into(), w2_dir.display().to_string(), "1000".into()]),
+            exits: &[0],
         },
         Workload {
             id: "2c",
@@ -639,6 +650,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup: 1,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "3a",
@@ -649,6 +661,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: Some(process_floor::describe_args(&ctx.url, STACK, RESOURCE, (ACCESS_KEY, SECRET_KEY))?),
+            exits: &[0],
         },
         Workload {
             id: "3b",
@@ -659,6 +672,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "4",
@@ -669,6 +683,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: Some(w1_dir.clone()),
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "5",
@@ -690,6 +705,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "render",
@@ -706,6 +722,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "validate",
@@ -718,6 +735,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
         Workload {
             id: "validate-template",
@@ -728,8 +746,28 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             warmup,
             clean: None,
             floor: None,
+            exits: &[0],
         },
     ];
+    let hostile_dir = ctx.work.join("hostile");
+    std::fs::create_dir_all(&hostile_dir)?;
+    for h in hostile::all() {
+        let path = hostile_dir.join(format!("{}.json", h.id));
+        std::fs::write(&path, &h.text)?;
+        workloads.push(Workload {
+            id: h.id,
+            title: format!("validate -t, {} bytes: {}", h.text.len(), h.title),
+            tool: "cfn-bootstrap",
+            args: vec!["validate".into(), "-t".into(), path.display().to_string()],
+            // Each takes what an ordinary template of its size takes: a few runs show it.
+            runs: n.min(5),
+            warmup: 1,
+            clean: None,
+            floor: None,
+            // Findings (F3's unknown configSets, F13's missing resources) exit 1.
+            exits: &[0, 1],
+        });
+    }
     workloads.retain(|w| options.runs_workload(w.id));
     let floor_program = floor::compile(&bench, FILE_BODY)?;
     let mut floor_samples = floor::Samples::new(&floor_program, &ctx.work.join("floor"), &ctx.out.join("floor"), 1000);
@@ -937,7 +975,8 @@ impl Report<'_> {
             let needs_vs = !matches!(
                 id,
                 "w2-floor" | "w6-flat" | "w7-size" | "render-wall" | "validate-wall" | "validate-template-wall"
-            ) && !id.starts_with("floor-");
+            ) && !id.starts_with("floor-")
+                && !id.starts_with("hostile-");
             let status = match (!value.is_nan(), pass) {
                 (false, _) if needs_vs && !vs => "n/a (needs --vs)",
                 (false, _) => "n/a",
@@ -1019,6 +1058,11 @@ impl Report<'_> {
             large,
             large < 20.0,
         );
+        for h in hostile::all() {
+            let wall = self.median(h.id, "ours", |s| s.wall.median);
+            let id = format!("{}-wall", h.id);
+            check(&id, &format!("validate -t of the {} template: wall, ms", h.id), "< 1000 ms", wall, wall < 1000.0);
+        }
         let bytes =
             footprint["ours"]["musl"]["bytes"].as_f64().or_else(|| footprint["ours"]["release"]["bytes"].as_f64());
         let mib = bytes.map_or(f64::NAN, |b| b / MIB);

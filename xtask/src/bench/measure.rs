@@ -62,6 +62,11 @@ fn tracing() -> bool {
 /// Runs `cmd` to completion with stdin from /dev/null and stdout/stderr in
 /// `<out>.stdout`/`<out>.stderr`; fails unless it exits 0.
 pub fn run(cmd: &mut Command, out: &Path) -> Result<Sample> {
+    run_exiting(cmd, out, &[0])
+}
+
+/// [`run`] of a command whose work ends in one of the exit codes `exits`.
+pub fn run_exiting(cmd: &mut Command, out: &Path, exits: &[i32]) -> Result<Sample> {
     let stdout_path = out.with_extension("stdout");
     let stderr_path = out.with_extension("stderr");
     cmd.stdin(Stdio::null()).stdout(File::create(&stdout_path)?).stderr(File::create(&stderr_path)?);
@@ -112,7 +117,7 @@ pub fn run(cmd: &mut Command, out: &Path) -> Result<Sample> {
     }
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
     drop(child);
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+    if !(libc::WIFEXITED(status) && exits.contains(&libc::WEXITSTATUS(status))) {
         let how = if libc::WIFEXITED(status) {
             format!("exit code {}", libc::WEXITSTATUS(status))
         } else {
