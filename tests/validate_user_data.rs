@@ -8,6 +8,7 @@
 mod common;
 use common::*;
 use serde_json::Value;
+use std::time::Duration;
 
 const SAMPLES: &str = "tests/templates/aws-samples";
 
@@ -342,4 +343,78 @@ fn the_ci_documents_commands_pass_on_a_clean_template_and_fail_on_a_mistake() {
     assert_eq!(result["ruleId"], "E060");
     assert_eq!(result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], "templates/bad.yaml");
     assert_eq!(result["locations"][0]["physicalLocation"]["region"]["startLine"], line);
+}
+
+/// `validate -t FILE` run under `timeout`, so that a run past every bound ends the test
+/// (exit 124) rather than holding it for hours.
+fn validate_bounded(sandbox: &Sandbox, file: &str) -> Run {
+    sandbox
+        .cmd_via("timeout", "cfn-bootstrap")
+        .args(["--kill-after=5", "60"])
+        .arg(sandbox.path("bin/cfn-bootstrap"))
+        .args(["validate", "-t", file])
+        .run()
+}
+
+/// Issue 31 F1: a 956-byte template whose user data is 8 levels of `Fn::Sub`, each using
+/// the next level's variable 16 times, the last one "". Each use flattened its value
+/// again, 16^8 times the innermost: hours. Each variable's value is now flattened once
+/// and copied at its other uses, so the text (empty) is complete: nothing is cut.
+#[test]
+fn variables_used_many_times_nested_are_read_in_time() {
+    let sandbox = sandbox();
+    let file = workspace().join("tests/templates/limits/user_data_nested_subs.json").display().to_string();
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 956);
+    let run = validate_bounded(&sandbox, &file);
+    run.code(0)
+        .stderr_is("")
+        .stdout_is(&format!("{file}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n"));
+    assert!(run.elapsed < Duration::from_secs(10), "{run}");
+}
+
+/// Issue 31 F2: one line of JSON, 300 KB, whose user data is a `Fn::Join` of 100,000
+/// empty strings: each string and each delimiter copied the rest of the line to tell a
+/// YAML block scalar, quadratic (108 s). The line is now read where the value is, and
+/// the delimiter placed once.
+#[test]
+fn a_long_join_on_one_line_is_read_in_time() {
+    let sandbox = sandbox();
+    let file = workspace().join("tests/templates/limits/user_data_long_join.json").display().to_string();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.len() > 300_000 && text.lines().count() == 1 && text.matches(r#""""#).count() > 100_000);
+    let run = validate_bounded(&sandbox, &file);
+    run.code(0)
+        .stderr_is("")
+        .stdout_is(&format!("{file}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n"));
+    assert!(run.elapsed < Duration::from_secs(10), "{run}");
+}
+
+/// The texts of one template share one work bound: 64 instances whose user data each
+/// makes the 1 MiB a text may hold, from 1.5 KB, would be 64 MiB of scripts to read
+/// from 100 KB. Exit 1 naming the file, the place and resource where the bound was
+/// reached, and the bound; nothing on standard output.
+#[test]
+fn the_user_data_of_a_template_is_read_within_its_work_bound() {
+    let sandbox = sandbox();
+    let mut value = serde_json::json!("xxxxxxxxxxxxxxxx");
+    for level in 0..5 {
+        let name = format!("V{level}");
+        value = serde_json::json!({"Fn::Sub": [format!("${{{name}}}").repeat(16), {name: value}]});
+    }
+    let instance = serde_json::json!({"Type": "AWS::EC2::Instance", "Properties": {"UserData": {"Fn::Base64": value}}});
+    let resources: serde_json::Map<String, Value> = (0..64).map(|n| (format!("I{n:02}"), instance.clone())).collect();
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "Resources": resources })).unwrap();
+    let path = sandbox.path("many.json");
+    std::fs::write(&path, &text).unwrap();
+    let file = path.display().to_string();
+    let (line, column) = place_of(&text, r#""I03""#, r#""Fn::Base64": {"#);
+    let run = validate_bounded(&sandbox, &file);
+    run.code(1).stdout_is("").stderr_is(&format!(
+        "cfn-bootstrap validate: {file}:{line}:{}: I03 (/Resources/I03/Properties/UserData/Fn::Base64): flattening the \
+         user data and cfn-hup files of the template takes more than 4194304 steps (the limit for a {}-byte \
+         template: 32 per byte, at least 4194304, at most 67108864)\n",
+        column + r#""Fn::Base64": "#.len() as u64,
+        text.len()
+    ));
+    assert!(run.elapsed < Duration::from_secs(10), "{run}");
 }

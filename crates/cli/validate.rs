@@ -245,7 +245,10 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
     // A template without Init has nothing for those checks, which is no error for a linter
     // run on every template of a repository; its user data is still read.
     let inputs = render::inputs(matches, text("region"));
-    let (from_user_data, found) = user_data::check(&rendered.0, &rendered.1);
+    let (from_user_data, found) = match user_data::check(&rendered.0, &rendered.1) {
+        Ok(checked) => checked,
+        Err(error) => return failed(&error.to_string()),
+    };
     let named = user_data::configsets_named(&found);
     let mut findings = duplicates(&rendered.1);
     let mut skipped = Vec::new();

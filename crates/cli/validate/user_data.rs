@@ -30,10 +30,12 @@ fn is_hup_file(path: &str) -> bool {
 }
 
 /// The findings, each with its template line and column, and what was found (the calls
-/// and the configSets they name), for `--format json`.
-pub fn check(template: &Template, source: &str) -> (Vec<Located>, Value) {
+/// and the configSets they name), for `--format json`; an error when flattening the texts
+/// takes the template over its work bound.
+pub fn check(template: &Template, source: &str) -> Result<(Vec<Located>, Value), cfn_template::Error> {
     let mut checker = Checker { template, source, findings: Vec::new(), found: Vec::new() };
-    for script in user_data::scripts(template, source) {
+    let mut reader = user_data::Reader::new(template, source);
+    for script in reader.scripts()? {
         let calls = shell::calls(&script.script.text);
         for call in calls {
             checker.call(&call, &script.script, &script.pointer, &script.resource);
@@ -48,10 +50,10 @@ pub fn check(template: &Template, source: &str) -> (Vec<Located>, Value) {
         if !is_text {
             continue;
         }
-        let text = user_data::flatten(template, source, value, &pointer);
+        let text = reader.flatten(&resource, value, &pointer)?;
         checker.hup_file(&resource, &config, &path, &pointer, &text);
     }
-    (checker.findings, Value::Array(checker.found))
+    Ok((checker.findings, Value::Array(checker.found)))
 }
 
 /// For each resource, the configSets the cfn-init calls of the user data (and of the
@@ -534,7 +536,7 @@ mod tests {
 
     fn run(source: &str) -> (Codes, BTreeMap<String, Vec<String>>) {
         let template = Template::parse("t.yaml", source).unwrap();
-        let (findings, found) = check(&template, source);
+        let (findings, found) = check(&template, source).unwrap();
         let codes = findings.iter().map(|(f, at)| (f.code, at.map_or(0, |p| p.0))).collect();
         (codes, configsets_named(&found))
     }
@@ -588,7 +590,7 @@ mod tests {
                 script.join("\n")
             );
             let Ok(template) = Template::parse("t.yaml", &source) else { return Ok(()) };
-            let (findings, _) = check(&template, &source);
+            let (findings, _) = check(&template, &source).unwrap();
             for (_, at) in findings {
                 let (line, _) = at.expect("a place");
                 proptest::prop_assert!((14..14 + lines.len()).contains(&line), "line {line}\n{source}");

@@ -27,38 +27,80 @@ pub fn too_deep(how: &str) -> String {
     format!("values are nested more than {MAX_DEPTH} deep{how} (each collection and short-form tag is a level)")
 }
 
-/// A count of size units made, against the limit for a template of some length.
+/// The steps flattening the user data and cfn-hup files of one template may take (see
+/// [`crate::user_data::Reader`]): this many per byte of the template, at least
+/// [`WORK_MIN`], at most [`WORK_MAX`]. A step is a value visited, a byte of template text
+/// read or a byte written. AWS's sample templates take 700 to 1,600 steps (a few per
+/// byte of the text they write, a fifth of a step per template byte); the floor leaves
+/// room for a few texts of [`crate::user_data::MAX_TEXT`] from a small template.
+/// `Fn::Sub` variables used many times, nested, and texts that repeat what a variable
+/// made would otherwise take time exponential in the template's size.
+pub const WORK_PER_BYTE: usize = 32;
+pub const WORK_MIN: usize = 4 << 20;
+pub const WORK_MAX: usize = 64 << 20;
+
+/// What a [`Budget`] counts and how large it is for a template of some length: `per_byte`
+/// units per byte, at least `min`, at most `max`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub per_byte: usize,
+    pub min: usize,
+    pub max: usize,
+    /// What one unit is, as a message names it.
+    pub units: &'static str,
+}
+
+/// What anchors and aliases copy and what resolving makes.
+pub const SIZE: Rule =
+    Rule { per_byte: BUDGET_PER_BYTE, min: BUDGET_MIN, max: BUDGET_MAX, units: "values and characters" };
+
+/// What flattening user data takes.
+pub const WORK: Rule = Rule { per_byte: WORK_PER_BYTE, min: WORK_MIN, max: WORK_MAX, units: "steps" };
+
+/// A count of units used, against the limit for a template of some length.
 #[derive(Debug)]
 pub struct Budget {
     used: Cell<usize>,
     limit: usize,
     template_length: usize,
+    rule: Rule,
 }
 
 impl Budget {
+    /// The budget of [`SIZE`] units.
     pub fn new(template_length: usize) -> Budget {
-        let limit = template_length.saturating_mul(BUDGET_PER_BYTE).clamp(BUDGET_MIN, BUDGET_MAX);
-        Budget { used: Cell::new(0), limit, template_length }
+        Budget::of(SIZE, template_length)
     }
 
-    /// Whether `units` more fit; an error saying what made them (`what`) and the limit
+    pub fn of(rule: Rule, template_length: usize) -> Budget {
+        let limit = template_length.saturating_mul(rule.per_byte).clamp(rule.min, rule.max);
+        Budget { used: Cell::new(0), limit, template_length, rule }
+    }
+
+    /// Whether `units` more fit; an error saying what used them (`what`) and the limit
     /// when they do not.
     pub fn fits(&self, units: usize, what: &str) -> Result<(), String> {
         if self.used.get().saturating_add(units) > self.limit {
+            let Rule { per_byte, min, max, units } = self.rule;
             return Err(format!(
-                "{what} more than {} values and characters (the limit for a {}-byte template: \
-                 {BUDGET_PER_BYTE} per byte, at least {BUDGET_MIN}, at most {BUDGET_MAX})",
+                "{what} more than {} {units} (the limit for a {}-byte template: \
+                 {per_byte} per byte, at least {min}, at most {max})",
                 self.limit, self.template_length
             ));
         }
         Ok(())
     }
 
-    /// Counts `units` made, within the limit.
+    /// Counts `units` used, within the limit.
     pub fn charge(&self, units: usize, what: &str) -> Result<(), String> {
         self.fits(units, what)?;
         self.used.set(self.used.get() + units);
         Ok(())
+    }
+
+    /// The units used so far.
+    pub fn used(&self) -> usize {
+        self.used.get()
     }
 }
 
@@ -104,6 +146,9 @@ mod tests {
         assert_eq!(Budget::new(10).limit, BUDGET_MIN);
         assert_eq!(Budget::new(100_000).limit, 1_600_000);
         assert_eq!(Budget::new(usize::MAX).limit, BUDGET_MAX);
+        assert_eq!(Budget::of(WORK, 956).limit, WORK_MIN);
+        assert_eq!(Budget::of(WORK, 1 << 20).limit, 32 << 20);
+        assert_eq!(Budget::of(WORK, usize::MAX).limit, WORK_MAX);
         let budget = Budget::new(0);
         assert!(budget.charge(BUDGET_MIN, "x").is_ok());
         let message = budget.charge(1, "resolving makes").unwrap_err();

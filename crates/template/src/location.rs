@@ -87,6 +87,22 @@ impl Positions {
         self.find(pointer).and_then(|node| self.keys[node])
     }
 
+    /// `parent`'s child named `segment`, when the template has it.
+    pub fn child_of(&self, parent: Node, segment: &str) -> Option<Node> {
+        self.children.get(&(parent, segment.to_string())).copied()
+    }
+
+    /// Where the value of `node` is.
+    pub fn value_of(&self, node: Node) -> Option<Position> {
+        self.values[node]
+    }
+
+    /// The node at `pointer`, when the template has it, and where the value at `pointer`
+    /// is, or the nearest value that holds it (as [`Positions::nearest`]).
+    pub fn place(&self, pointer: &str) -> (Option<Node>, Option<Position>) {
+        (self.find(pointer), self.nearest(pointer))
+    }
+
     /// Where the value at `pointer` is, or the nearest value that holds it.
     pub fn nearest(&self, pointer: &str) -> Option<Position> {
         let root = self.values[Self::ROOT];
