@@ -157,7 +157,7 @@ fn mapped(error: &Error, stack: &str, logical_id: &str, endpoint: &str) -> Descr
             Described::NoResource(said)
         }
         "ValidationError" if message.contains("does not exist") => failed(
-            format!("{said} (at {endpoint})"),
+            format!("{said} (at {})", cfn_aws::http::redact_url(endpoint)),
             "correct the stack name or the region (cfn-hup.conf, or --stack and --region)",
         ),
         _ => failed(said, "read the error above; run doctor again once it is corrected"),

@@ -44,7 +44,11 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
             file.display(),
             main.stack,
             main.region,
-            main.url.as_deref().map_or_else(|| "the region's endpoint".to_string(), |u| format!("url {u}"))
+            // The URL may carry a user and password: shown as every URL is (SEC-02).
+            main.url.as_deref().map_or_else(
+                || "the region's endpoint".to_string(),
+                |u| format!("url {}", cfn_aws::http::redact_url(u))
+            )
         ),
     )];
     checks.push(match main.interval_minutes() {
