@@ -593,3 +593,31 @@ fn a_credential_process_is_named_and_never_run() {
     );
     assert_check(&report, "hook.path:watch", "skipped", &["credential_process"], &[]);
 }
+
+/// Issue 31, "what held": the run's 20 s bound held only as the sum of the probes'
+/// bounds (21 s seen). A step no probe bounds — here cfn-init's metadata.json replaced by
+/// a FIFO, which blocks its reader — is cut at the bound: the sections not finished are
+/// reported as not checked, and the run ends.
+#[test]
+fn a_section_that_hangs_is_cut_at_the_bound() {
+    let (run, report) = in_private_network(|| {
+        let sandbox = Sandbox::new();
+        let data = sandbox.path("lib/cfn-init/data");
+        std::fs::create_dir_all(&data).unwrap();
+        let status = std::process::Command::new("mkfifo").arg(data.join("metadata.json")).status().unwrap();
+        assert!(status.success());
+        doctor(&sandbox, &with_keys(&format!("http://127.0.0.1:{}", closed_port())), &[])
+    });
+    assert_within_the_bound(&run);
+    let unfinished: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap().ends_with(".unfinished"))
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(!unfinished.is_empty(), "{run}");
+    assert_check(&report, unfinished[0], "skipped", &["not checked: doctor's run bound of 20 s was reached"], &[]);
+    // What ended before the bound is reported as it was found.
+    assert_check(&report, "credentials.source", "ok", &["keys AKID… from --access-key/--secret-key"], &[]);
+}
