@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+/// `doctor::RUN_BOUND`, and a margin for starting the process on a busy machine.
+const RUN_BOUND: Duration = Duration::from_secs(20);
+const MARGIN: Duration = Duration::from_secs(3);
+
 /// A stack with an instance (cfn-init's resource, running `command`) and a resource a
 /// hook watches.
 fn template(command: &str, version: &str) -> Value {
@@ -105,7 +109,8 @@ impl Host {
             .args(args)
             .env("PATH", path)
             .env("CFN_BOOTSTRAP_BIN_DIR", self.sandbox.path("bin"))
-            .run()
+            // Killed well past its bound: a run that does not end fails its test.
+            .run_within(RUN_BOUND * 3)
     }
 
     /// The JSON checklist, by id.
@@ -545,4 +550,103 @@ fn a_failing_hook_action_is_reported_with_since_when() {
         "Action for fails exited with 4"
     );
     assert_eq!(with_verdict(&checks, "failed"), Vec::<&str>::new());
+}
+
+/// Issue 31, F8: the `hup.config` line showed cfn-hup.conf's `url` with its password.
+#[test]
+fn the_password_of_cfn_hups_url_is_never_shown() {
+    let (text, json) = in_private_network(|| {
+        let host = Host::new("true");
+        let url = host.emulator.url.replace("http://", "http://hupuser:hup-password-31@");
+        let main = format!("[main]\nstack={}\ncredential-file={}\nurl={url}\n", host.stack, host.creds.display());
+        std::fs::write(host.conf.join("cfn-hup.conf"), main).unwrap();
+        (host.doctor(&[]), host.checks())
+    });
+    for run in [&text, &json.0] {
+        assert!(!run.stdout.contains("hup-password-31") && !run.stderr.contains("hup-password-31"), "{run}");
+    }
+    let config = check(&json.1, "hup.config")["found"].as_str().unwrap().to_string();
+    assert!(config.contains("url http://REDACTED@127.0.0.1:"), "{config}");
+}
+
+/// Makes a FIFO at `path` (its directory made).
+fn fifo_at(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+    assert!(status.success());
+}
+
+/// Issue 31, F10: a FIFO in place of activity.json or of the pid file held doctor
+/// forever, and activity.json linked to /dev/zero was read until memory ran out. Each is
+/// refused at once, naming the file.
+#[test]
+fn a_fifo_or_an_endless_file_in_place_of_cfn_hups_state_is_refused_naming_it() {
+    let (fifos, zero, activity, pid_file) = in_private_network(|| {
+        let host = Host::new("true");
+        let activity = host.sandbox.path("lib/cfn-hup/data/activity.json");
+        let pid_file = host.sandbox.path("run/cfn-hup.pid");
+        fifo_at(&activity);
+        fifo_at(&pid_file);
+        let fifos = host.checks();
+        std::fs::remove_file(&activity).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &activity).unwrap();
+        let zero = host.checks();
+        (fifos, zero, activity, pid_file)
+    });
+    let (run, checks) = fifos;
+    assert!(run.elapsed < RUN_BOUND + MARGIN, "took {:?}\n{run}", run.elapsed);
+    let process = check(&checks, "service.process");
+    assert_eq!(process["verdict"], "failed");
+    assert_eq!(
+        process["found"],
+        format!("cannot read the pid file {}: it is a FIFO, not a regular file", pid_file.display()).as_str()
+    );
+    let pass = check(&checks, "service.last_pass");
+    assert_eq!(pass["verdict"], "failed");
+    assert_eq!(pass["found"], format!("cannot read {}: it is a FIFO, not a regular file", activity.display()).as_str());
+    assert!(pass["fix"].as_str().unwrap().starts_with(&format!("rm {}", activity.display())), "{pass}");
+
+    let (run, checks) = zero;
+    assert!(run.elapsed < RUN_BOUND + MARGIN, "took {:?}\n{run}", run.elapsed);
+    let pass = check(&checks, "service.last_pass");
+    assert_eq!(
+        pass["found"],
+        format!("cannot read {}: it is a symbolic link, not the regular file the tools write", activity.display())
+            .as_str()
+    );
+}
+
+/// Issue 31, F11: a hook file in hooks.d linked to a root-only file had that file's first
+/// line printed (a shadow file's hash, twice). cfn-hup reads hook files through links,
+/// and so does doctor; it never quotes a line of a file that is not root's and readable
+/// by all.
+#[test]
+fn a_hook_file_linked_to_a_private_file_is_never_quoted() {
+    use std::os::unix::fs::PermissionsExt;
+    let (text, json, linked) = in_private_network(|| {
+        let host = Host::new("true");
+        let private = host.sandbox.path("shadow");
+        std::fs::write(&private, "root:$6$private-salt-31$private-hash-31:19000:0:99999:7:::\n").unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let linked = host.conf.join("hooks.d/shadow.conf");
+        std::os::unix::fs::symlink(&private, &linked).unwrap();
+        (host.doctor(&[]), host.checks(), linked)
+    });
+    for run in [&text, &json.0] {
+        for secret in ["private-hash-31", "private-salt-31", "root:$6$"] {
+            assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret), "{secret} shown\n{run}");
+        }
+    }
+    let file = check(&json.1, "hup.hook_file:hooks.d/shadow.conf");
+    assert_eq!(file["verdict"], "failed");
+    assert_eq!(
+        file["found"],
+        format!(
+            "File contains no section headers: file {0}, line 1 (the line is not shown: {0} is not owned by root \
+             and readable by all)",
+            linked.display()
+        )
+        .as_str()
+    );
+    assert_eq!(check(&json.1, "hup.hooks")["verdict"], "failed");
 }

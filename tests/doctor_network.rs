@@ -39,7 +39,8 @@ fn doctor(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> (Run, Value
     for (name, value) in env {
         command = command.env(name, value);
     }
-    let run = command.run();
+    // Killed well past its bound: a run that does not end fails its test, not the suite.
+    let run = command.run_within(RUN_BOUND * 3);
     let report: Value =
         serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("doctor's JSON does not parse: {e}\n{run}"));
     assert_eq!(report["exit"], json!(run.code), "the JSON's exit is the exit status\n{run}");
@@ -462,4 +463,161 @@ fn cfn_hup_s_credential_file_and_role_are_checked() {
     assert!(!run.stdout.contains("ASIAEMULATORROLEKEY1"), "never the whole key id\n{run}");
     // (This cfn-hup has no hooks and does not run: those sections' failures are not this test's.)
     assert_eq!(not_ok_in_these_sections(&report), Vec::<String>::new(), "{run}");
+}
+
+/// cfn-hup's set-up in the sandbox: `stack` (which need not exist: these tests are about
+/// the credentials), the emulator's url, `extra` `[main]` lines, and an update hook, so
+/// that the API section signs a call with the credentials too.
+fn hup_with_hook(sandbox: &Sandbox, url: &str, extra: &str) {
+    let etc = sandbox.path("etc");
+    std::fs::write(etc.join("cfn-hup.conf"), format!("[main]\nstack=doctor-stack\nurl={url}\n{extra}")).unwrap();
+    std::fs::write(
+        etc.join("hooks.conf"),
+        "[watch]\ntriggers=post.update\npath=Resources.Watched.Metadata\naction=true\n",
+    )
+    .unwrap();
+}
+
+/// The bound a whole run is held to, with a margin for starting the process on a busy
+/// machine.
+fn assert_within_the_bound(run: &Run) {
+    assert!(run.elapsed <= RUN_BOUND + Duration::from_secs(3), "took {:?}\n{run}", run.elapsed);
+}
+
+/// Issue 31, F5: the API section signed with credentials it resolved again, with no
+/// deadline: an IMDS role endpoint that hangs took 123 s.
+#[test]
+fn a_hanging_imds_role_endpoint_ends_within_the_bound() {
+    let (run, report, role_requests) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        emulator.post_json(
+            "/_emu/faults",
+            &json!({"path": "/latest/meta-data/iam/security-credentials/emulator-role", "delay": 300, "count": -1}),
+        );
+        let sandbox = Sandbox::new();
+        hup_with_hook(&sandbox, &emulator.url, "role=emulator-role\n");
+        let (run, report) = doctor(&sandbox, &[], &[]);
+        let requests = emulator.get_json("/_emu/requests?kind=imds&listener=imds");
+        let role_requests = requests
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with("/security-credentials/emulator-role")))
+            .count();
+        (run, report, role_requests)
+    });
+    assert_within_the_bound(&run);
+    assert!(role_requests >= 1, "the role's credentials were asked for\n{run}");
+    assert_check(&report, "credentials.source", "failed", &["resolving credentials did not end within"], &[]);
+    assert_check(
+        &report,
+        "api.describe:Watched",
+        "skipped",
+        &["not asked: resolving credentials did not end within", "see the credentials checks"],
+        &[],
+    );
+}
+
+/// Issue 31, F5: a container credentials endpoint that hangs took 188 s.
+#[test]
+fn a_hanging_container_credentials_endpoint_ends_within_the_bound() {
+    let (run, report) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        let (_listener, port) = hanging_listener();
+        let sandbox = Sandbox::new();
+        hup_with_hook(&sandbox, &emulator.url, "");
+        let uri = format!("http://127.0.0.1:{port}/credentials");
+        doctor(&sandbox, &[], &[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &uri)])
+    });
+    assert_within_the_bound(&run);
+    // Given up by doctor, or by the provider's own timeout within doctor's: either way once.
+    assert_check(&report, "credentials.source", "failed", &[], &[]);
+    assert_check(&report, "api.describe:Watched", "skipped", &["not asked: "], &[]);
+}
+
+/// A profile in the sandbox's `~/.aws/config` whose `credential_process` is `command`.
+fn profile_with_process(sandbox: &Sandbox, profile: &str, command: &str) -> std::path::PathBuf {
+    let aws = sandbox.path(".aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    let config = aws.join("config");
+    std::fs::write(&config, format!("[profile {profile}]\ncredential_process = {command}\n")).unwrap();
+    config
+}
+
+/// Issue 31, F5: a `credential_process` that sleeps held doctor for as long as it slept.
+#[test]
+fn a_credential_process_that_sleeps_ends_within_the_bound() {
+    let (run, report) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        let sandbox = Sandbox::new();
+        hup_with_hook(&sandbox, &emulator.url, "");
+        profile_with_process(&sandbox, "slow", "/bin/sh -c 'sleep 60'");
+        doctor(&sandbox, &[], &[("AWS_PROFILE", "slow")])
+    });
+    assert_within_the_bound(&run);
+    assert_check(&report, "credentials.source", "skipped", &["profile slow", "credential_process"], &[]);
+}
+
+/// Issue 31, F6: doctor ran the `credential_process` of `AWS_PROFILE`. It says what would
+/// run, and where it is configured, and the checks that need credentials say why they
+/// were not made.
+#[test]
+fn a_credential_process_is_named_and_never_run() {
+    let (run, report, marker, config) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        let sandbox = Sandbox::new();
+        hup_with_hook(&sandbox, &emulator.url, "");
+        let marker = sandbox.path("the-process-ran");
+        let keys = r#"{"Version": 1, "AccessKeyId": "AKID", "SecretAccessKey": "SECRET"}"#;
+        let command = format!("/bin/sh -c 'touch {}; echo {}'", marker.display(), keys.replace('"', "\\\""));
+        let config = profile_with_process(&sandbox, "deploy", &command);
+        let (run, report) = doctor(&sandbox, &[], &[("AWS_PROFILE", "deploy")]);
+        // Looked at before the sandbox goes.
+        (run, report, marker.exists(), config)
+    });
+    assert!(!marker, "the credential_process was run\n{run}");
+    let config = config.display().to_string();
+    assert_check(
+        &report,
+        "credentials.source",
+        "skipped",
+        &["not checked", "profile deploy (AWS_PROFILE)", "credential_process of profile deploy", &config, "not run"],
+        &[],
+    );
+    assert_check(
+        &report,
+        "api.describe:Watched",
+        "skipped",
+        &["not asked", "credential_process of profile deploy", "not run"],
+        &[],
+    );
+    assert_check(&report, "hook.path:watch", "skipped", &["credential_process"], &[]);
+}
+
+/// Issue 31, "what held": the run's 20 s bound held only as the sum of the probes'
+/// bounds (21 s seen). A step no probe bounds — here cfn-init's metadata.json replaced by
+/// a FIFO, which blocks its reader — is cut at the bound: the sections not finished are
+/// reported as not checked, and the run ends.
+#[test]
+fn a_section_that_hangs_is_cut_at_the_bound() {
+    let (run, report) = in_private_network(|| {
+        let sandbox = Sandbox::new();
+        let data = sandbox.path("lib/cfn-init/data");
+        std::fs::create_dir_all(&data).unwrap();
+        let status = std::process::Command::new("mkfifo").arg(data.join("metadata.json")).status().unwrap();
+        assert!(status.success());
+        doctor(&sandbox, &with_keys(&format!("http://127.0.0.1:{}", closed_port())), &[])
+    });
+    assert_within_the_bound(&run);
+    let unfinished: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap().ends_with(".unfinished"))
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(!unfinished.is_empty(), "{run}");
+    assert_check(&report, unfinished[0], "skipped", &["not checked: doctor's run bound of 20 s was reached"], &[]);
+    // What ended before the bound is reported as it was found.
+    assert_check(&report, "credentials.source", "ok", &["keys AKID… from --access-key/--secret-key"], &[]);
 }

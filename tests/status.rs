@@ -315,3 +315,36 @@ fn the_source_is_recorded_for_stdin_and_for_a_stack_resource() {
         emulator.url
     ));
 }
+
+/// Issue 31, F10: a FIFO in place of cfn-hup's activity.json held `status` forever, and
+/// the file linked to /dev/zero was read until memory ran out. Either is refused at once
+/// with a message naming the file; cfn-init's part is still shown, with its exit status.
+#[test]
+fn a_fifo_or_an_endless_file_in_place_of_cfn_hups_activity_is_refused_naming_it() {
+    let host = Host::new();
+    let activity = host.sandbox.path("lib/cfn-hup/data/activity.json");
+    std::fs::create_dir_all(activity.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(&activity).status().expect("run mkfifo");
+    assert!(status.success());
+    let status = |args: &[&str]| {
+        host.sandbox.cmd_via(binary(), "cfn-bootstrap").arg("status").args(args).run_within(Duration::from_secs(30))
+    };
+    for args in [&[][..], &["--long"][..]] {
+        let run = status(args);
+        assert!(run.elapsed < Duration::from_secs(5), "took {:?}\n{run}", run.elapsed);
+        run.code(2).stdout_has("status: not run\n").stderr_is(&format!(
+            "cfn-bootstrap status: cannot read {}: it is a FIFO, not a regular file\n",
+            activity.display()
+        ));
+    }
+    std::fs::remove_file(&activity).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &activity).unwrap();
+    let run = status(&["--format", "json"]);
+    assert!(run.elapsed < Duration::from_secs(5), "took {:?}\n{run}", run.elapsed);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{run}"));
+    assert_eq!(json["cfn_hup"], Value::Null);
+    run.code(2).stderr_is(&format!(
+        "cfn-bootstrap status: cannot read {}: it is a symbolic link, not the regular file the tools write\n",
+        activity.display()
+    ));
+}

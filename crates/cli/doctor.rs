@@ -3,9 +3,12 @@
 //! credentials, the network, the clock, the API and cfn-init's last run), each check
 //! with a stable id, a verdict, what it found and what to do.
 //!
-//! It writes nothing and runs no hook action or command. Each network probe has its own
-//! short timeout, and the whole run stops probing at [`Context::deadline`], so it ends in
-//! bounded time even when every endpoint hangs. Exit 0 all ok, 1 any check failed, 2 only
+//! It writes nothing and runs no hook action or command, nor a profile's
+//! `credential_process` (it says what would run instead). Each network probe has its own
+//! short timeout, credentials are resolved once per run within the run's bound, and the
+//! whole run stops probing at [`Context::deadline`]; the sections run on a thread of their
+//! own, and what has not finished by [`RUN_BOUND`] is reported as not checked, so the run
+//! ends within its bound whatever hangs. Exit 0 all ok, 1 any check failed, 2 only
 //! warnings.
 
 mod api;
@@ -23,15 +26,20 @@ mod setup;
 pub use check::{Check, Verdict};
 
 use crate::options;
-use cfn_aws::ApiOptions;
+use cfn_aws::{ApiOptions, Imds};
 use clap::{Arg, ArgMatches, Command, ValueHint};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the whole run may take, probes included.
 pub const RUN_BOUND: Duration = Duration::from_secs(20);
+/// Probes are not started later than this before [`RUN_BOUND`]; the sections that have
+/// not reported by then are cut, leaving the rest of it to print the report.
+const PROBES_END_BEFORE_BOUND: Duration = Duration::from_secs(1);
+const SECTIONS_END_BEFORE_BOUND: Duration = Duration::from_millis(500);
 /// How long one network probe (a connect, a TLS handshake, one request) may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -51,6 +59,11 @@ pub struct Context {
     pub deadline: Instant,
     /// The DescribeStackResource answers of this run: one call per resource.
     pub described: api::Cache,
+    /// The run's one IMDS client: what it learns (the instance id, the identity
+    /// document) is asked once.
+    pub imds: Arc<Imds>,
+    /// The credentials resolved in this run: once per set of options.
+    pub attempts: credentials::Attempts,
 }
 
 impl Context {
@@ -61,18 +74,18 @@ impl Context {
     }
 }
 
-/// A group of checks, run in this order.
-type Section = fn(&Context) -> Vec<Check>;
+/// A group of checks, run in this order, with the area its checks' ids start with.
+type Section = (&'static str, fn(&Context) -> Vec<Check>);
 
 const SECTIONS: &[Section] = &[
-    install::checks,
-    hup_config::checks,
-    service::checks,
-    credentials::checks,
-    network::checks,
-    clock::checks,
-    api::checks,
-    init::checks,
+    ("install", install::checks),
+    ("hup", hup_config::checks),
+    ("service", service::checks),
+    ("credentials", credentials::checks),
+    ("network", network::checks),
+    ("clock", clock::checks),
+    ("api", api::checks),
+    ("init", init::checks),
 ];
 
 pub fn command() -> Command {
@@ -98,6 +111,38 @@ pub fn command() -> Command {
         .arg(options::format_arg(&["text", "json"], "text, or json for tools"))
 }
 
+/// The checks of every section, in order. The sections run on a thread of their own:
+/// each probe is bounded, but a step that is not (a credential provider's own retries, a
+/// file system that hangs) must not hold the report past `cut`. A section that has not
+/// reported by then is one skipped check saying so; the thread ends with the process.
+fn run_sections(context: Context, cut: Instant) -> Vec<Check> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for (_, section) in SECTIONS {
+            if send.send(section(&context)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut checks = Vec::new();
+    let mut cut_off = false;
+    for (area, _) in SECTIONS {
+        // Once one section is cut, the later ones are too: the thread reports in order.
+        let left = cut.saturating_duration_since(Instant::now());
+        match receive.recv_timeout(left).ok().filter(|_| !cut_off) {
+            Some(section) => checks.extend(section),
+            None => {
+                cut_off = true;
+                checks.push(Check::skipped(
+                    format!("{area}.unfinished"),
+                    format!("not checked: doctor's run bound of {} s was reached", RUN_BOUND.as_secs()),
+                ));
+            }
+        }
+    }
+    checks
+}
+
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let started = Instant::now();
     let text = |id: &str| matches.get_one::<String>(id).cloned();
@@ -107,10 +152,12 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         resource: text("logical_resource_id"),
         api: options::api_options_from(text),
         region_given: text("region").is_some(),
-        deadline: started + RUN_BOUND,
+        deadline: started + RUN_BOUND - PROBES_END_BEFORE_BOUND,
         described: api::Cache::default(),
+        imds: Arc::new(Imds::from_env()),
+        attempts: credentials::Attempts::default(),
     };
-    let checks: Vec<Check> = SECTIONS.iter().flat_map(|section| section(&context)).collect();
+    let checks = run_sections(context, started + RUN_BOUND - SECTIONS_END_BEFORE_BOUND);
     let out = match matches.get_one::<String>("format").map(String::as_str) {
         Some("json") => format!(
             "{:#}\n",

@@ -136,6 +136,7 @@ pub fn api_options_from(text: impl Fn(&str) -> Option<String>) -> ApiOptions {
             secret_key: text("secret_key"),
             region: text("region"),
             proxies: proxies(),
+            refuse_processes: false,
         },
         proxies: proxies(),
         region: text("region").unwrap_or_else(|| DEFAULT_REGION.to_string()),

@@ -113,7 +113,11 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         }
     }
     let state = State::of(history.first());
-    let hup = activity::load(&activity::default_path());
+    // cfn-hup's part is an aid: a file that cannot be read is said, and the rest shown.
+    let hup = activity::read(&activity::default_path()).unwrap_or_else(|e| {
+        eprintln!("cfn-bootstrap status: {e}");
+        None
+    });
     let text = if matches.get_one::<String>("format").is_some_and(|f| f == "json") {
         let json = json!({
             "status": state.name(),

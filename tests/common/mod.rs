@@ -198,6 +198,39 @@ impl TestCommand {
         self.args(["--url", &emulator.url, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
     }
 
+    /// [`Self::run`] for a command that may never end (a report reading a FIFO): killed
+    /// after `limit`, which its `Run` then shows (`code` -1, `elapsed` the limit).
+    pub fn run_within(mut self, limit: Duration) -> Run {
+        self.cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = self.cmd.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}", self.shown));
+        let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let mut status = None;
+        wait_until(limit + Duration::from_secs(5), &format!("{} to end or be killed", self.shown), || {
+            status = child.try_wait().unwrap();
+            if status.is_none() && started.elapsed() >= limit {
+                let _ = child.kill();
+            }
+            status.is_some()
+        });
+        Run {
+            command: self.shown,
+            code: status.and_then(|s| s.code()).unwrap_or(-1),
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+            elapsed: started.elapsed(),
+            logs: self.logs,
+        }
+    }
+
     pub fn run(mut self) -> Run {
         self.cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -18,6 +18,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod profile_process;
 pub mod provided;
 use provided::KeyCache;
 pub use provided::{ProvidedCredentials, SdkSource};
@@ -35,6 +36,9 @@ pub struct CredentialOptions {
     /// `--http-proxy`/`--https-proxy`, for the SDK sources' requests (STS, SSO; never the
     /// container credential endpoint, which is on the host).
     pub proxies: ProxyOptions,
+    /// Refuse a source that would run a program (a profile's `credential_process`):
+    /// [`CredentialError::WouldRunProcess`] instead. For reports, which run nothing.
+    pub refuse_processes: bool,
 }
 
 /// How requests to CloudFormation are signed.
@@ -56,6 +60,13 @@ pub enum CredentialError {
     /// failed; `from` names it. Never carries keys or tokens (SEC-02).
     #[error("Could not retrieve credentials from {from}: {reason}")]
     Provider { from: String, reason: String },
+    /// [`CredentialOptions::refuse_processes`]: the profile chosen would run its
+    /// `credential_process` (that of `profile`, configured in `file`).
+    #[error(
+        "the credentials of profile {named} (AWS_PROFILE) come from a program: the credential_process of profile \
+         {profile} in {file}; it was not run"
+    )]
+    WouldRunProcess { named: String, profile: String, file: String },
     #[error(
         "In order to sign requests, 169.254.169.254 must be accessible or valid credentials must be set. \
          Please ensure your proxy environment variables allow access to 169.254.169.254 (NO_PROXY) or that \
@@ -156,6 +167,11 @@ pub fn choose(options: &CredentialOptions, imds: &Imds) -> Result<Source, Creden
             .or_else(|| env_nonempty("AWS_REGION"))
             .or_else(|| env_nonempty("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
+        if options.refuse_processes
+            && let SdkSource::Profile(named) = &source
+        {
+            refuse_process(named)?;
+        }
         tracing::debug!("Using credentials from {source}");
         let user_agent = crate::api_user_agent();
         let http = match source {
@@ -174,6 +190,23 @@ pub fn choose(options: &CredentialOptions, imds: &Imds) -> Result<Source, Creden
             Ok(Source::Fixed(Signer::SigV4(Credentials { access_key: ak, secret_key: sk, session_token: token })))
         }
         _ => Err(CredentialError::NoCredentials),
+    }
+}
+
+/// [`CredentialOptions::refuse_processes`] for the profile `named`: an error when
+/// resolving it would run a program, or when its files cannot be checked.
+fn refuse_process(named: &str) -> Result<(), CredentialError> {
+    match profile_process::find(named, &|name| std::env::var(name).ok()) {
+        Ok(None) => Ok(()),
+        Ok(Some(found)) => Err(CredentialError::WouldRunProcess {
+            named: named.to_string(),
+            profile: found.profile,
+            file: found.file.display().to_string(),
+        }),
+        Err(unchecked) => Err(CredentialError::Provider {
+            from: SdkSource::Profile(named.to_string()).to_string(),
+            reason: format!("cannot read {}: {}", unchecked.file.display(), unchecked.reason),
+        }),
     }
 }
 

@@ -5,10 +5,11 @@
 //! that is not in the stack, a key that does not exist, a stored value that already
 //! equals the stack's.
 
-use super::{Check, Context, Verdict, hup_config};
-use cfn_aws::StackResourceDetail;
+use super::{Check, Context, Verdict, credentials, hup_config, setup};
 use cfn_aws::cfn::Error;
+use cfn_aws::http::HttpClient;
 use cfn_aws::retry::Policy;
+use cfn_aws::{CloudFormation, ProxyOptions, StackResourceDetail};
 use cfn_hooks::config::MainConfig;
 use cfn_hooks::detect;
 use cfn_hooks::path::Target;
@@ -64,35 +65,46 @@ pub fn describe(ctx: &Context, stack: &str, logical_id: &str, caller: &Caller) -
 }
 
 fn call(ctx: &Context, stack: &str, logical_id: &str, caller: &Caller) -> Described {
-    let Some(limit) = ctx.probe_timeout() else {
-        return Described::Failed {
-            verdict: Verdict::Skipped,
-            found: "not asked: the run's time bound was reached".into(),
-            fix: String::new(),
-        };
+    let out_of_time = || Described::Failed {
+        verdict: Verdict::Skipped,
+        found: "not asked: the run's time bound was reached".into(),
+        fix: String::new(),
     };
-    let imds = Arc::new(cfn_aws::Imds::from_env());
-    let client = match caller {
-        Caller::Hup(main) => cfn_hooks::service::Service::new(main, imds)
-            .map(|s| s.with_retry(ONE_TRY).with_attempt_timeout(limit))
-            .and_then(|s| s.client()),
+    if ctx.probe_timeout().is_none() {
+        return out_of_time();
+    }
+    // The credentials as the credentials section resolved them (once, within the run's
+    // bound), and the endpoint and proxies the caller would use.
+    let (options, region, url, proxies) = match caller {
+        Caller::Hup(main) => (
+            setup::hup_credentials(main, &main.region),
+            main.region.clone(),
+            main.url.clone(),
+            // cfn-hup's proxies come from the environment.
+            ProxyOptions::default(),
+        ),
         Caller::CommandLine { region } => {
-            let mut api = ctx.api.clone();
-            api.region = region.clone();
-            api.credentials.region = Some(region.clone());
-            cfn_aws::cloudformation_client_within(&api, imds, limit).map(|c| c.with_retry(ONE_TRY))
+            let mut options = ctx.api.credentials.clone();
+            options.region = Some(region.clone());
+            (options, region.clone(), ctx.api.url.clone(), ctx.api.proxies.clone())
         }
     };
-    let client = match client {
-        Ok(client) => client,
-        Err(e) => {
+    let signer = match credentials::attempt(ctx, &options).signer() {
+        Ok(signer) => signer,
+        Err(why) => {
             return Described::Failed {
                 verdict: Verdict::Skipped,
-                found: format!("not asked: no credentials ({e}); see the credentials checks"),
+                found: format!("not asked: {why}; see the credentials checks"),
                 fix: String::new(),
             };
         }
     };
+    let Some(limit) = ctx.probe_timeout() else {
+        return out_of_time();
+    };
+    let http = HttpClient::new(proxies, cfn_aws::api_user_agent()).with_attempt_timeout(limit);
+    let endpoint = cfn_aws::endpoint::cloudformation_url(&region, url.as_deref());
+    let client = CloudFormation::new(endpoint, &region, signer, Arc::new(http), ctx.imds.clone()).with_retry(ONE_TRY);
     match client.describe_stack_resource(stack, logical_id) {
         Ok(detail) => Described::Found(Box::new(detail)),
         Err(e) => mapped(&e, stack, logical_id, client.endpoint()),
@@ -145,7 +157,7 @@ fn mapped(error: &Error, stack: &str, logical_id: &str, endpoint: &str) -> Descr
             Described::NoResource(said)
         }
         "ValidationError" if message.contains("does not exist") => failed(
-            format!("{said} (at {endpoint})"),
+            format!("{said} (at {})", cfn_aws::http::redact_url(endpoint)),
             "correct the stack name or the region (cfn-hup.conf, or --stack and --region)",
         ),
         _ => failed(said, "read the error above; run doctor again once it is corrected"),

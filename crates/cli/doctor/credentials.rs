@@ -11,10 +11,11 @@ use super::probe::{self, Answer, Failure, Link, Target};
 use super::setup::Setup;
 use super::{Check, Context};
 use cfn_aws::Imds;
-use cfn_aws::credentials::{self, CredentialError, CredentialFileError, Signer, Source};
+use cfn_aws::credentials::{self, CredentialError, CredentialFileError, CredentialOptions, Signer, Source};
 use cfn_aws::imds::ImdsError;
+use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The precedence the tools follow, as the checks name it: cfn-init's options, or
 /// cfn-hup's configuration (where `role` comes first), then the environment's sources.
@@ -31,36 +32,105 @@ fn order(setup: &Setup) -> &'static str {
     }
 }
 
-pub fn checks(ctx: &Context) -> Vec<Check> {
-    let setup = Setup::of(ctx);
-    let imds = Arc::new(Imds::from_env());
-    // Resolving may call IMDS (its own 1 s connect and 3 s request timeouts), STS or a
-    // container endpoint: it runs on a thread of its own, and is given up after its bound.
-    let Some(limit) = ctx.probe_timeout().map(|t| (t * 2).min(ctx.deadline.saturating_duration_since(Instant::now())))
-    else {
-        return vec![Check::skipped("credentials.source", "not checked: doctor's run bound was reached")];
-    };
-    let resolved = {
+/// The credentials of one set of options, resolved once per run (the API section signs
+/// with what this section found: a second resolution would wait on a hanging source
+/// again, with no bound of the run's).
+pub struct Attempt {
+    /// How long resolving was given.
+    limit: Duration,
+    /// `None` when it did not end within `limit`, or no time was left to start it.
+    outcome: Option<Result<(Resolved, Signer), Unresolved>>,
+}
+
+impl Attempt {
+    /// What to sign with, or why there is nothing (words after "not asked: ").
+    pub fn signer(&self) -> Result<Signer, String> {
+        match &self.outcome {
+            Some(Ok((_, signer))) => Ok(signer.clone()),
+            Some(Err(Unresolved::Chain(e @ CredentialError::WouldRunProcess { .. }))) => Err(e.to_string()),
+            Some(Err(Unresolved::Chain(e))) => Err(format!("no credentials ({e})")),
+            Some(Err(Unresolved::Identity(e))) => {
+                Err(format!("no credentials (the instance identity document cannot be read: {e})"))
+            }
+            None if self.limit.is_zero() => Err("doctor's run bound was reached".into()),
+            None => Err(format!("resolving credentials did not end within {}", probe::seconds(self.limit))),
+        }
+    }
+}
+
+/// The attempts of this run, by the options resolved.
+#[derive(Default)]
+pub struct Attempts(RefCell<Vec<(String, Arc<Attempt>)>>);
+
+/// The credentials `options` give, resolved at most once per run and within the run's
+/// bound. Resolving may call IMDS (its own 1 s connect and 3 s request timeouts), STS or
+/// a container endpoint: it runs on a thread of its own, and is given up after its bound
+/// (the thread is left to end with the process). A profile's `credential_process` is
+/// never run (`refuse_processes`): that is reported instead.
+pub fn attempt(ctx: &Context, options: &CredentialOptions) -> Arc<Attempt> {
+    let key = attempt_key(options);
+    if let Some((_, known)) = ctx.attempts.0.borrow().iter().find(|(k, _)| *k == key) {
+        return known.clone();
+    }
+    let limit = ctx
+        .probe_timeout()
+        .map(|t| (t * 2).min(ctx.deadline.saturating_duration_since(Instant::now())))
+        .unwrap_or_default();
+    let outcome = (!limit.is_zero()).then(|| {
         let (send, receive) = std::sync::mpsc::channel();
-        let (options, imds) = (setup.credentials.clone(), imds.clone());
+        let mut options = options.clone();
+        options.refuse_processes = true;
+        let imds = ctx.imds.clone();
         std::thread::spawn(move || {
             let _ = send.send(resolve(&options, &imds));
         });
         receive.recv_timeout(limit).ok()
-    };
+    });
+    let attempt = Arc::new(Attempt { limit, outcome: outcome.flatten() });
+    ctx.attempts.0.borrow_mut().push((key, attempt.clone()));
+    attempt
+}
+
+/// What makes two sets of options resolve alike (kept in memory only).
+fn attempt_key(options: &CredentialOptions) -> String {
+    format!(
+        "{:?}",
+        (
+            &options.credential_file,
+            &options.role,
+            &options.access_key,
+            &options.secret_key,
+            &options.region,
+            &options.proxies.http_proxy,
+            &options.proxies.https_proxy,
+        )
+    )
+}
+
+pub fn checks(ctx: &Context) -> Vec<Check> {
+    let setup = Setup::of(ctx);
+    let attempt = attempt(ctx, &setup.credentials);
+    if attempt.limit.is_zero() {
+        return vec![Check::skipped("credentials.source", "not checked: doctor's run bound was reached")];
+    }
     let mut checks = Vec::new();
-    let uses_imds = match &resolved {
+    let uses_imds = match &attempt.outcome {
         None => {
             checks.push(Check::failed(
                 "credentials.source",
-                format!("resolving credentials did not end within {}", probe::seconds(limit)),
-                "see the checks below; a source the environment names (a profile's credential_process, STS, the \
-                 container endpoint) must answer within seconds",
+                format!("resolving credentials did not end within {}", probe::seconds(attempt.limit)),
+                "see the checks below; a source the environment names (STS, the container endpoint) must answer \
+                 within seconds",
             ));
             // A role or the instance identity hangs on IMDS; keys and files do not.
             setup.credentials.credential_file.is_none() && setup.credentials.access_key.is_none()
         }
-        Some(Ok(resolved)) => {
+        Some(Err(Unresolved::Chain(e @ CredentialError::WouldRunProcess { .. }))) => {
+            // Doctor runs no program: what it would run is said, not run.
+            checks.push(Check::skipped("credentials.source", format!("not checked: {e}")));
+            false
+        }
+        Some(Ok((resolved, _))) => {
             checks.push(Check::ok("credentials.source", describe(&setup, resolved)));
             // A role is read from IMDS unless a credential file comes first.
             let role = setup.credentials.role.is_some() && setup.credentials.credential_file.is_none();
@@ -80,7 +150,7 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
         }
     };
     if uses_imds {
-        checks.extend(imds_checks(ctx, &imds, setup.credentials.role.as_deref()));
+        checks.extend(imds_checks(ctx, &ctx.imds, setup.credentials.role.as_deref()));
     } else {
         let why = "not used: the credentials come from elsewhere";
         checks.push(Check::skipped("credentials.imds", why));
@@ -111,18 +181,22 @@ enum Unresolved {
     Identity(ImdsError),
 }
 
-fn resolve(options: &credentials::CredentialOptions, imds: &Imds) -> Result<Resolved, Unresolved> {
+fn resolve(options: &CredentialOptions, imds: &Imds) -> Result<(Resolved, Signer), Unresolved> {
     let source = credentials::choose(options, imds).map_err(Unresolved::Chain)?;
     let origin = match &source {
         Source::Provided(provided) => Origin::Environment(provided.source().to_string()),
         Source::Fixed(_) => Origin::Given,
     };
-    match source.signer().map_err(Unresolved::Chain)? {
-        Signer::SigV4(keys) => Ok(Resolved::Keys { source: origin, key: keys.access_key.chars().take(4).collect() }),
+    let signer = source.signer().map_err(Unresolved::Chain)?;
+    match &signer {
+        Signer::SigV4(keys) => {
+            Ok((Resolved::Keys { source: origin, key: keys.access_key.chars().take(4).collect() }, signer))
+        }
         Signer::InstanceIdentity => {
-            // What signing needs: the identity document and its signature.
+            // What signing needs: the identity document and its signature (kept by the
+            // run's one IMDS client for the API section's requests).
             imds.identity_authorization().map_err(Unresolved::Identity)?;
-            Ok(Resolved::InstanceIdentity)
+            Ok((Resolved::InstanceIdentity, signer))
         }
     }
 }
@@ -191,6 +265,9 @@ fn failure(setup: &Setup, e: &CredentialError) -> Check {
             "check the variables that name this source (AWS_PROFILE, AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, \
              AWS_CONTAINER_CREDENTIALS_*)"
                 .into()
+        }
+        CredentialError::WouldRunProcess { .. } => {
+            "doctor runs no program: check the credential_process yourself".into()
         }
     };
     Check::failed(id, e.to_string(), fix)

@@ -5,7 +5,7 @@
 
 use super::{Check, Context};
 use cfn_hooks::config::{self, ConfigError, HupConfig, MainConfig};
-use cfn_hooks::ini::Ini;
+use cfn_hooks::ini::{Ini, IniError};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,13 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
     }
     let main = match config::load_main(&ctx.conf_dir) {
         Ok(main) => main,
-        Err(e) => return vec![Check::failed("hup.config", e.to_string(), format!("correct {}", file.display()))],
+        Err(e) => {
+            return vec![Check::failed(
+                "hup.config",
+                shown_error(&e, &[file.as_path()]),
+                format!("correct {}", file.display()),
+            )];
+        }
     };
     let mut checks = vec![Check::ok(
         "hup.config",
@@ -44,7 +50,11 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
             file.display(),
             main.stack,
             main.region,
-            main.url.as_deref().map_or_else(|| "the region's endpoint".to_string(), |u| format!("url {u}"))
+            // The URL may carry a user and password: shown as every URL is (SEC-02).
+            main.url.as_deref().map_or_else(
+                || "the region's endpoint".to_string(),
+                |u| format!("url {}", cfn_aws::http::redact_url(u))
+            )
         ),
     )];
     checks.push(match main.interval_minutes() {
@@ -136,7 +146,12 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
         checks.push(match parsed {
             Ok(Ok(())) => Check::ok(format!("hup.hook_file:{shown}"), format!("{} parses", file.display())),
             Ok(Err(e)) => {
-                Check::failed(format!("hup.hook_file:{shown}"), e.to_string(), format!("correct {}", file.display()))
+                let e = ConfigError::Ini(e);
+                Check::failed(
+                    format!("hup.hook_file:{shown}"),
+                    shown_error(&e, &[file.as_path()]),
+                    format!("correct {}", file.display()),
+                )
             }
             Err(e) => Check::failed(
                 format!("hup.hook_file:{shown}"),
@@ -156,7 +171,8 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
             return checks;
         }
         Err(e) => {
-            checks.push(Check::failed("hup.hooks", e.to_string(), "correct the hook files"));
+            let read: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+            checks.push(Check::failed("hup.hooks", shown_error(&e, &read), "correct the hook files"));
             return checks;
         }
     };
@@ -185,6 +201,36 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
         checks.extend(runs(&hook.name, hook.runas.as_deref(), &hook.action, &path));
     }
     checks
+}
+
+/// A configuration error as doctor shows it. The reader's errors quote the line they
+/// stopped at; that line is shown only from a file anyone may read anyway — owned by root
+/// and readable by all (what a link leads to, since cfn-hup reads hook files through
+/// links, as it reads every regular file of `hooks.d`). A hook file linked to a
+/// root-only file (a shadow file) must not have its first line printed by doctor.
+fn shown_error(error: &ConfigError, files: &[&Path]) -> String {
+    let withheld = |file: &str| format!("(the line is not shown: {file} is not owned by root and readable by all)");
+    match error {
+        ConfigError::Ini(IniError::MissingSectionHeader { file, line, .. }) if !quotable(Path::new(file)) => {
+            format!("File contains no section headers: file {file}, line {line} {}", withheld(file))
+        }
+        ConfigError::Ini(IniError::Parse { file, line, .. }) if !quotable(Path::new(file)) => {
+            format!("File contains parsing errors: {file}, line {line} {}", withheld(file))
+        }
+        // A substitution's reason quotes the value, and does not say which file it is in.
+        ConfigError::Ini(IniError::Interpolation { section, key, .. }) if !files.iter().all(|file| quotable(file)) => {
+            format!(
+                "Bad value substitution: section [{section}], option {key} (the value is not shown: a file read is \
+                 not owned by root and readable by all)"
+            )
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// Whether lines of `file` may be quoted: it is owned by root and readable by others.
+fn quotable(file: &Path) -> bool {
+    std::fs::metadata(file).is_ok_and(|meta| meta.uid() == 0 && meta.mode() & 0o004 != 0)
 }
 
 /// Why `is_left_beside` leaves a name out, in words.

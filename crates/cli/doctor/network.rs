@@ -362,6 +362,8 @@ mod tests {
             region_given: false,
             deadline: Instant::now(),
             described: Default::default(),
+            imds: std::sync::Arc::new(cfn_aws::Imds::from_env()),
+            attempts: Default::default(),
         };
         let checks = checks(&ctx);
         assert_eq!(checks[0].id, "network.cloudformation");

@@ -5,6 +5,7 @@
 use super::{Check, Context, hup_config};
 use cfn_hooks::activity::{self, Activity, HookRun};
 use cfn_hooks::daemon;
+use cfn_host::state_file::{StateFileError, read_regular};
 use std::path::Path;
 
 /// How much later than two intervals a pass may end before the service counts as
@@ -26,12 +27,18 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
         checks.push(unit(is_running));
     }
     let interval = main.interval_minutes().unwrap_or(cfn_hooks::config::DEFAULT_INTERVAL_MINUTES);
-    match activity::load(&activity::default_path()) {
-        None => checks.push(Check::skipped(
+    let file = activity::default_path();
+    match activity::read(&file) {
+        Ok(None) => checks.push(Check::skipped(
             "service.last_pass",
-            format!("cfn-hup has recorded no pass ({} does not exist)", activity::default_path().display()),
+            format!("cfn-hup has recorded no pass ({} does not exist)", file.display()),
         )),
-        Some(activity) => checks.extend(judge(&activity, interval, chrono::Utc::now())),
+        Ok(Some(activity)) => checks.extend(judge(&activity, interval, chrono::Utc::now())),
+        Err(e) => checks.push(Check::failed(
+            "service.last_pass",
+            e.to_string(),
+            format!("rm {} (cfn-hup writes it again after its next pass)", file.display()),
+        )),
     }
     checks
 }
@@ -40,10 +47,18 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
 fn process(pid_file: &Path) -> Check {
     let id = "service.process";
     let start = "start cfn-hup (systemctl start cfn-hup, or service cfn-hup start)";
-    let text = match std::fs::read_to_string(pid_file) {
-        Ok(text) => text,
-        Err(_) => {
+    // Read as a state file: a FIFO or a device there must not hang the report.
+    let text = match read_regular(pid_file, daemon::PID_FILE_CAP) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(StateFileError::Missing) => {
             return Check::failed(id, format!("cfn-hup is not running (no pid file {})", pid_file.display()), start);
+        }
+        Err(e) => {
+            return Check::failed(
+                id,
+                format!("cannot read the pid file {}: {e}", pid_file.display()),
+                format!("rm {}, then {start}", pid_file.display()),
+            );
         }
     };
     let stale = |what: String| {

@@ -20,6 +20,19 @@ pub struct Setup {
     pub command_hooks: bool,
 }
 
+/// The credential options cfn-hup resolves with its `[main]`, calling `region`. Its
+/// `role` wins over its `credential-file` (unlike cfn-init's options). Doctor runs no
+/// program to get credentials (`refuse_processes`).
+pub fn hup_credentials(main: &MainConfig, region: &str) -> CredentialOptions {
+    CredentialOptions {
+        role: main.role.clone(),
+        credential_file: main.role.is_none().then(|| main.credential_file.clone()).flatten(),
+        region: Some(region.to_string()),
+        refuse_processes: true,
+        ..CredentialOptions::default()
+    }
+}
+
 impl Setup {
     pub fn of(ctx: &Context) -> Setup {
         let given = &ctx.api.credentials;
@@ -36,14 +49,8 @@ impl Setup {
             _ => ctx.api.region.clone(),
         };
         let credentials = match &hup {
-            // cfn-hup's `role` wins over its `credential-file` (unlike cfn-init's options).
-            Some(main) => CredentialOptions {
-                role: main.role.clone(),
-                credential_file: main.role.is_none().then(|| main.credential_file.clone()).flatten(),
-                region: Some(region.clone()),
-                ..CredentialOptions::default()
-            },
-            None => given.clone(),
+            Some(main) => hup_credentials(main, &region),
+            None => CredentialOptions { refuse_processes: true, ..given.clone() },
         };
         let command_hooks =
             hup.is_some() && config::load_hooks(&ctx.conf_dir).is_ok_and(|hooks| !hooks.command.is_empty());

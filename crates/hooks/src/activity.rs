@@ -121,9 +121,39 @@ pub fn default_path() -> PathBuf {
     cfn_host::paths::lib_dir().join("cfn-hup/data/activity.json")
 }
 
+/// The most `activity.json` may hold. cfn-hup writes at most [`HOOK_RUNS`] hook runs and
+/// one entry per failing hook, each well under a KiB: the file stays in the tens of KiB.
+/// A cap hundreds of times that leaves room for any real file, and bounds what a report
+/// reads when something else stands at the path (`/dev/zero`).
+pub const FILE_CAP: u64 = 4 << 20;
+
+/// Why the activity file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ActivityError {
+    #[error("cannot read {path}: {source}")]
+    Unreadable { path: String, source: cfn_host::state_file::StateFileError },
+    #[error("cannot read {path}: it is not cfn-hup's activity record ({reason})")]
+    Invalid { path: String, reason: String },
+}
+
+/// The activity recorded at `path`: `None` when there is no file. Read as a state file
+/// (`cfn_host::state_file`): only a regular file, never waiting, at most [`FILE_CAP`].
+pub fn read(path: &Path) -> Result<Option<Activity>, ActivityError> {
+    use cfn_host::state_file::{StateFileError, read_regular};
+    let shown = || path.display().to_string();
+    let bytes = match read_regular(path, FILE_CAP) {
+        Ok(bytes) => bytes,
+        Err(StateFileError::Missing) => return Ok(None),
+        Err(source) => return Err(ActivityError::Unreadable { path: shown(), source }),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| ActivityError::Invalid { path: shown(), reason: e.to_string() })
+}
+
 /// The activity recorded at `path`; none when there is no (readable) file.
 pub fn load(path: &Path) -> Option<Activity> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    read(path).ok().flatten()
 }
 
 impl Activity {

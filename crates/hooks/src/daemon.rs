@@ -43,6 +43,10 @@ pub struct PidFile {
     file: std::fs::File,
 }
 
+/// The most of a pid file that is read: a pid and a newline are a few bytes; more is not
+/// a pid file of cfn-hup's.
+pub const PID_FILE_CAP: u64 = 64;
+
 pub fn default_pid_path() -> PathBuf {
     cfn_host::paths::run_dir().join("cfn-hup.pid")
 }
@@ -123,16 +127,22 @@ impl PidFile {
         let pid_file_error = |source| DaemonError::PidFile { path: shown.clone(), source };
         for _ in 0..5 {
             // Not truncated: the holder's pid stays readable while the lock is tried.
+            // Non-blocking and not through a link: whatever else stands there (a FIFO, a
+            // device) is refused below instead of holding the start.
             let mut file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
                 .mode(0o644)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(pid_file_error)?;
+            if !file.metadata().map_err(pid_file_error)?.is_file() {
+                return Err(pid_file_error(std::io::Error::other("it is not a regular file")));
+            }
             let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
+            let _ = (&mut file).take(PID_FILE_CAP).read_to_string(&mut text);
             let named = text.trim().parse::<i32>().ok();
             if let Err(holder) = try_lock(&file) {
                 let pid = holder.filter(|p| *p > 0).or(named).unwrap_or(0);
@@ -150,7 +160,9 @@ impl PidFile {
             }
             // Read again under the lock: a previous holder may have written since.
             text.clear();
-            let _ = file.seek(std::io::SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
+            let _ = file
+                .seek(std::io::SeekFrom::Start(0))
+                .and_then(|_| (&mut file).take(PID_FILE_CAP).read_to_string(&mut text));
             if !text.trim().is_empty() {
                 match text.trim().parse::<i32>() {
                     Ok(other) if other != pid && process_alive(other) && is_cfn_hup(other) => {

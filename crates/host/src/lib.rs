@@ -12,6 +12,7 @@ pub mod paths;
 pub mod process;
 pub mod process_groups;
 pub mod process_identity;
+pub mod state_file;
 pub mod temp_files;
 pub mod users;
 
