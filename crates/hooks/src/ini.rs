@@ -29,6 +29,7 @@ mod lines;
 
 use lines::Line;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 
 pub use interpolation::{FILE_LIMIT, VALUE_LIMIT};
@@ -61,19 +62,17 @@ fn python_repr(text: &str) -> String {
 #[derive(Debug, Clone, Default)]
 struct Section {
     name: String,
-    /// Key (lower case), raw value, and the index of the file that set it.
-    entries: Vec<(String, String, usize)>,
+    /// Key (lower case) → raw value, and the index of the file that set it. Keys have no
+    /// order that matters; a key set again is replaced where it is.
+    entries: HashMap<String, (String, usize)>,
 }
 
 impl Section {
     fn set(&mut self, key: String, value: String, file: usize) {
-        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(entry) => (entry.1, entry.2) = (value, file),
-            None => self.entries.push((key, value, file)),
-        }
+        self.entries.insert(key, (value, file));
     }
     fn raw(&self, key: &str) -> Option<(&str, usize)> {
-        self.entries.iter().find(|(k, _, _)| k == key).map(|(_, v, f)| (v.as_str(), *f))
+        self.entries.get(key).map(|(v, f)| (v.as_str(), *f))
     }
 }
 
@@ -82,6 +81,9 @@ impl Section {
 pub struct Ini {
     defaults: Section,
     sections: Vec<Section>,
+    /// Section name → its index in `sections`: reading and looking up a section does not
+    /// walk the others (a file of 1 MB of headers took minutes).
+    index: HashMap<String, usize>,
     /// The files read, in order (their names as given to [`Ini::read_str`]).
     files: Vec<String>,
     /// Bytes of expanded values handed out so far, per file (see [`FILE_LIMIT`]).
@@ -135,13 +137,12 @@ impl Ini {
         if name == DEFAULT_SECTION {
             return usize::MAX;
         }
-        match self.sections.iter().position(|s| s.name == name) {
-            Some(i) => i,
-            None => {
-                self.sections.push(Section { name: name.to_string(), entries: Vec::new() });
-                self.sections.len() - 1
-            }
+        if let Some(&index) = self.index.get(name) {
+            return index;
         }
+        self.sections.push(Section { name: name.to_string(), entries: HashMap::new() });
+        self.index.insert(name.to_string(), self.sections.len() - 1);
+        self.sections.len() - 1
     }
 
     fn section_mut(&mut self, index: usize) -> &mut Section {
@@ -154,12 +155,16 @@ impl Ini {
     }
 
     pub fn has_section(&self, name: &str) -> bool {
-        self.sections.iter().any(|s| s.name == name)
+        self.index.contains_key(name)
+    }
+
+    fn section(&self, name: &str) -> Option<&Section> {
+        self.index.get(name).and_then(|&index| self.sections.get(index))
     }
 
     /// The raw value of `key` (lower case) in `section` or `[DEFAULT]`, and its file.
     fn raw(&self, section: &str, key: &str) -> Option<(&str, usize)> {
-        self.sections.iter().find(|s| s.name == section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
+        self.section(section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
     }
 
     /// The value of `key` in `section` (or `[DEFAULT]`), with `%%` and `%(name)s` expanded.
