@@ -18,6 +18,10 @@
 //! * a value's expansion is bounded: at most [`VALUE_LIMIT`] bytes for one value and
 //!   [`FILE_LIMIT`] for all the values read from one file, so that a few kilobytes of
 //!   `%(name)s` references cannot make gigabytes (the reference has no such bound).
+//!   Each expansion is one pass over the values it uses; all expansions together search
+//!   at most [`SEARCH_LIMIT`] bytes and [`SEARCH_PER_BYTE_READ`] per byte of the files,
+//!   so that one long value that many sections refer to cannot make reading take minutes;
+//!   sections and keys are found through hash maps. Reading is linear in the files.
 //!
 //! Who does what: [`lines`] walks the lines with ConfigParser's rules (the only parse of a
 //! file; why not rust-ini is said there); this module merges repeated sections and files,
@@ -33,6 +37,16 @@ use std::collections::HashMap;
 use std::path::Path;
 
 pub use interpolation::{FILE_LIMIT, VALUE_LIMIT};
+
+/// The most bytes of raw values the expansions of one set of files may search in all,
+/// beside [`SEARCH_PER_BYTE_READ`] per byte of the files: one expansion is one pass, but a
+/// long value whose references expand to nothing (`%(e)s%(e)s…`, 500 KB) referred to by
+/// every one of a thousand hooks is searched a thousand times over, and took 13 s.
+pub const SEARCH_LIMIT: usize = 4 * FILE_LIMIT;
+/// See [`SEARCH_LIMIT`]: with it, the time all reads take is linear in the files' size.
+/// Real files search a few times their size: each value is read once and refers to
+/// small ones; the values of a file expand to at most [`FILE_LIMIT`] bytes anyway.
+pub const SEARCH_PER_BYTE_READ: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IniError {
@@ -50,6 +64,10 @@ pub enum IniError {
         "Bad value substitution: section [{section}], option {key} in {file}: the values of {file} expand to more than {FILE_LIMIT} bytes in all"
     )]
     FileTooLarge { section: String, key: String, file: String },
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the values read so far made their references search more than {limit} bytes of text in all"
+    )]
+    TooMuchSearching { section: String, key: String, file: String, limit: usize },
 }
 
 /// A line's text as ConfigParser's messages quote it (Python's `repr` of a string).
@@ -88,6 +106,10 @@ pub struct Ini {
     files: Vec<String>,
     /// Bytes of expanded values handed out so far, per file (see [`FILE_LIMIT`]).
     expanded: RefCell<Vec<usize>>,
+    /// Bytes of the files read, and of raw values searched by expansions so far (see
+    /// [`SEARCH_LIMIT`]).
+    read: usize,
+    searched: std::cell::Cell<usize>,
 }
 
 const DEFAULT_SECTION: &str = "DEFAULT";
@@ -113,6 +135,7 @@ impl Ini {
         let file_index = self.files.len();
         self.files.push(file.to_string());
         self.expanded.get_mut().push(0);
+        self.read = self.read.saturating_add(text.len());
         let mut section = None;
         for line in lines {
             match line {
@@ -180,7 +203,14 @@ impl Ini {
         };
         let file_name = || self.files.get(file).cloned().unwrap_or_default();
         let lookup = |name: &str| self.raw(section, name).map(|(value, _)| value);
-        let value = interpolation::expand(raw, &key, &lookup).map_err(|e| match e {
+        let (value, searched) = interpolation::expand(raw, &key, &lookup);
+        let searched = self.searched.get().saturating_add(searched);
+        self.searched.set(searched);
+        let limit = SEARCH_LIMIT.saturating_add(self.read.saturating_mul(SEARCH_PER_BYTE_READ));
+        if searched > limit {
+            return Err(IniError::TooMuchSearching { section: section.to_string(), key, file: file_name(), limit });
+        }
+        let value = value.map_err(|e| match e {
             interpolation::Error::TooLarge => {
                 IniError::ValueTooLarge { section: section.to_string(), key: key.clone(), file: file_name() }
             }
@@ -295,6 +325,45 @@ mod tests {
         );
         // The bound is the file's where the option read was written.
         assert_eq!(get(&i, &last, "big").map(|v| v.len()), Some(VALUE_LIMIT / 2));
+    }
+
+    /// A long value whose references expand to nothing, referred to by every one of many
+    /// sections, is searched again for each read: all the reads together search at most
+    /// [`SEARCH_LIMIT`] and [`SEARCH_PER_BYTE_READ`] bytes per byte of the files, then
+    /// fail naming the option.
+    #[test]
+    fn the_searching_of_all_reads_is_bounded_by_the_files_size() {
+        let big = "%(e)s".repeat(100_000);
+        let hooks: String = (0..2000).map(|n| format!("[h{n}]\naction=%(big)sx\n")).collect();
+        let text = format!("[DEFAULT]\ne=\nbig={big}\n{hooks}");
+        let mut i = Ini::new();
+        i.read_str(&text, "hooks.conf").unwrap();
+        let limit = SEARCH_LIMIT + SEARCH_PER_BYTE_READ * text.len();
+        let mut read = 0;
+        let error = loop {
+            match i.get(&format!("h{read}"), "action") {
+                Ok(value) => assert_eq!(value.as_deref(), Some("x")),
+                Err(e) => break e,
+            }
+            read += 1;
+        };
+        // Each read searches the 500 KB value (400 KB of it twice): some 20 reads, not 2000.
+        assert!((10..40).contains(&read), "{read}");
+        assert_eq!(
+            error,
+            IniError::TooMuchSearching {
+                section: format!("h{read}"),
+                key: "action".into(),
+                file: "hooks.conf".into(),
+                limit
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "Bad value substitution: section [h{read}], option action in hooks.conf: the values read so far made their references search more than {limit} bytes of text in all"
+            )
+        );
     }
 
     /// A file that does not parse adds nothing to what earlier files gave (the caller
