@@ -1055,6 +1055,34 @@ fn a_megabyte_of_unclosed_references_is_refused_at_once() {
     assert!(hup.marks().is_empty());
 }
 
+/// One long value whose references expand to nothing (`%(e)s` 100,000 times, 500 KB),
+/// referred to by each of 4,000 hooks: one pass each, but each read searched it again
+/// (issue 31, F4's amplification: the 1,000-hook file took 13 s). All the reads together
+/// search a bounded amount of text (4 MiB and 8 bytes per byte of the files): cfn-hup
+/// stops at once with a configuration error naming the option.
+#[test]
+fn a_long_value_that_every_hook_refers_to_is_searched_within_a_bound() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let hooks: String = (0..4000)
+        .map(|n| format!("[h{n}]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=true\nrunas=%(big)s\n"))
+        .collect();
+    let text = format!("[DEFAULT]\ne=\nbig={}\n{hooks}", "%(e)s".repeat(100_000));
+    hup.hooks(&text);
+    let (run, took) = timed_once(&hup);
+    let limit = 4 * 1024 * 1024 + 8 * text.len();
+    let tail = format!(
+        ", option runas in {}: the values read so far made their references search more than {limit} bytes of text in all\n",
+        hup.dir.join("hooks.conf").display()
+    );
+    run.code(1).stdout_is("");
+    assert!(
+        run.stderr.starts_with("Error: Bad value substitution: section [h") && run.stderr.ends_with(&tail),
+        "{run}"
+    );
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert!(hup.marks().is_empty());
+}
+
 /// 1 MB of empty sections before a hook, and a hook with 1 MB of keys (issue 31, F12):
 /// each header and key was looked up by walking all those before it (minutes). Indexed
 /// now: every empty section is skipped with its ERROR line, the hooks run, at once.
