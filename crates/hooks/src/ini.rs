@@ -100,7 +100,8 @@ pub struct Ini {
     defaults: Section,
     sections: Vec<Section>,
     /// Section name → its index in `sections`: reading and looking up a section does not
-    /// walk the others (a file of 1 MB of headers took minutes).
+    /// walk the others (a file of 1 MB of headers took minutes). std's maps hash with keys
+    /// chosen at random, so names made to collide cannot slow them down.
     index: HashMap<String, usize>,
     /// The files read, in order (their names as given to [`Ini::read_str`]).
     files: Vec<String>,
