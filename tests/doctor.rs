@@ -649,4 +649,59 @@ fn a_hook_file_linked_to_a_private_file_is_never_quoted() {
         .as_str()
     );
     assert_eq!(check(&json.1, "hup.hooks")["verdict"], "failed");
+
+/// Hook files an attacker made large (issue 31, F4 and F12): 1 MB of `%(` with no `)s`
+/// after them in an action (117 s before: each `%(` searched the rest of the value), and
+/// 1 MB of empty sections before the hooks, and a hook with 1 MB of keys (past 120 s:
+/// each header and key was found by walking those before it). Each doctor run ends at
+/// once with the verdicts it gave before: the bad value fails `hup.hooks` naming it,
+/// the large files parse and their hooks are checked.
+#[test]
+fn hook_files_of_a_megabyte_of_references_sections_or_keys_are_checked_at_once() {
+    // Some 5 s in a debug build, where hashing is slow and doctor reads the hook files
+    // four times; a tenth of that in a release build.
+    let bound = Duration::from_secs(30);
+    let results = in_private_network(move || {
+        let host = Host::new("true");
+        let file = host.conf.join("hooks.conf");
+        let hooks = "[watch]\ntriggers=post.update\npath=Resources.Watched.Metadata.app.version\naction=/bin/true\n";
+        let timed = |text: String| {
+            std::fs::write(&file, text).unwrap();
+            let started = std::time::Instant::now();
+            let (run, checks) = host.checks();
+            (run.code, started.elapsed(), checks)
+        };
+        let soup = "%(x) ".repeat(200_000);
+        let sections: String = (0..125_000).map(|n| format!("[s{n}]\n")).collect();
+        let keys: String = (0..120_000).map(|n| format!("k{n}=v\n")).collect();
+        assert!(soup.len() >= 1_000_000 && sections.len() > 1_000_000 && keys.len() > 1_000_000);
+        let soup = timed(format!("{hooks}[soup]\ntriggers=post.add\npath=Resources.Watched.Metadata\naction={soup}\n"));
+        let sections = timed(format!("{sections}{hooks}"));
+        let keys = timed(format!("[watch]\n{keys}{}", hooks.trim_start_matches("[watch]\n")));
+        (file, [soup, sections, keys])
+    });
+    let (file, [soup, sections, keys]) = results;
+    for (what, (_, took, _)) in [("soup", &soup), ("sections", &sections), ("keys", &keys)] {
+        assert!(took < &bound, "{what}: {took:?}");
+    }
+    let (code, _, checks) = soup;
+    assert_eq!(code, 1);
+    assert_eq!(check(&checks, "hup.hook_file:hooks.conf")["verdict"], "ok");
+    let hooks = check(&checks, "hup.hooks");
+    assert_eq!(hooks["verdict"], "failed", "{hooks}");
+    assert_eq!(
+        hooks["found"],
+        format!(
+            "Bad value substitution: section [soup], option action in {}: the value expands to more than 65536 bytes",
+            file.display()
+        )
+    );
+    for (code, _, checks) in [sections, keys] {
+        assert_eq!(check(&checks, "hup.hook_file:hooks.conf")["verdict"], "ok");
+        assert_eq!(check(&checks, "hup.hooks")["found"], "1 update hook(s), 0 command hook(s)");
+        assert_eq!(check(&checks, "hook.action:watch")["found"], "/bin/true is executable");
+        assert_eq!(check(&checks, "hook.triggers:watch")["verdict"], "ok");
+        assert_eq!(code, 1);
+        assert!(with_verdict(&checks, "failed").contains(&"service.process"), "cfn-hup is not running");
+    }
 }

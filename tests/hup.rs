@@ -1016,6 +1016,108 @@ fn an_interpolation_bomb_is_a_configuration_error_naming_the_option_and_the_file
     assert!(hup.marks().is_empty());
 }
 
+/// The generous bound on reading a hostile configuration: it takes some 50 ms.
+const HOSTILE_READ_BOUND: Duration = Duration::from_secs(10);
+
+/// `cfn-hup --no-daemon` on a configuration, and how long it took.
+fn timed_once(hup: &Hup) -> (Run, Duration) {
+    let started = Instant::now();
+    let run = hup.cmd().arg("--no-daemon").run();
+    (run, started.elapsed())
+}
+
+/// A value of 1 MB of `%(` with no `)s` after any of them, alone and in ten sections
+/// (issue 31, F4): each `%(` made the interpolation search the rest of the value for `)s`
+/// again (26 s). One pass now: the value stops at its bound with the same configuration
+/// error as before, at once.
+#[test]
+fn a_megabyte_of_unclosed_references_is_refused_at_once() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let soup = "%(x) ".repeat(200_000);
+    hup.hooks(&format!("[soup]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={soup}\n"));
+    let (run, took) = timed_once(&hup);
+    let error = format!(
+        "Error: Bad value substitution: section [soup], option action in {}: the value expands to more than 65536 bytes",
+        hup.dir.join("hooks.conf").display()
+    );
+    run.code(1).stdout_is("").stderr_is(&format!("{error}\n"));
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert!(hup.log().ends_with(&format!("[ERROR] {error}\n")), "{}", hup.log());
+    assert!(hup.marks().is_empty());
+    // Ten sections of it: the first stops cfn-hup, as before.
+    let sections: String = (0..10)
+        .map(|n| format!("[soup{n}]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={soup}\n"))
+        .collect();
+    hup.hooks(&sections);
+    let (run, took) = timed_once(&hup);
+    run.code(1).stdout_is("").stderr_is(&format!("{}\n", error.replace("[soup]", "[soup0]")));
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert!(hup.marks().is_empty());
+}
+
+/// One long value whose references expand to nothing (`%(e)s` 100,000 times, 500 KB),
+/// referred to by each of 4,000 hooks: one pass each, but each read searched it again
+/// (issue 31, F4's amplification: the 1,000-hook file took 13 s). All the reads together
+/// search a bounded amount of text (4 MiB and 8 bytes per byte of the files): cfn-hup
+/// stops at once with a configuration error naming the option.
+#[test]
+fn a_long_value_that_every_hook_refers_to_is_searched_within_a_bound() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let hooks: String = (0..4000)
+        .map(|n| format!("[h{n}]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction=true\nrunas=%(big)s\n"))
+        .collect();
+    let text = format!("[DEFAULT]\ne=\nbig={}\n{hooks}", "%(e)s".repeat(100_000));
+    hup.hooks(&text);
+    let (run, took) = timed_once(&hup);
+    let limit = 4 * 1024 * 1024 + 8 * text.len();
+    let tail = format!(
+        ", option runas in {}: the values read so far made their references search more than {limit} bytes of text in all\n",
+        hup.dir.join("hooks.conf").display()
+    );
+    run.code(1).stdout_is("");
+    assert!(
+        run.stderr.starts_with("Error: Bad value substitution: section [h") && run.stderr.ends_with(&tail),
+        "{run}"
+    );
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert!(hup.marks().is_empty());
+}
+
+/// 1 MB of empty sections before a hook, and a hook with 1 MB of keys (issue 31, F12):
+/// each header and key was looked up by walking all those before it (minutes). Indexed
+/// now: every empty section is skipped with its ERROR line, the hooks run, at once.
+#[test]
+fn a_megabyte_of_sections_or_of_keys_is_read_at_once() {
+    let hup = Hup::new(&json!({"k": "v"}));
+    let sections = 125_000;
+    let mut text: String = (0..sections).map(|n| format!("[s{n}]\n")).collect();
+    assert!(text.len() > 1_000_000, "{}", text.len());
+    text.push_str(&format!(
+        "[last]\ntriggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("last")
+    ));
+    hup.hooks(&text);
+    let (run, took) = timed_once(&hup);
+    run.code(0);
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert_eq!(hup.marks(), ["last CFN_NEW_METADATA=v"]);
+    // (The log is rotated on the way: its current file holds the last of these lines.)
+    let log = hup.log();
+    assert!(log.contains(&format!("[ERROR] No triggers specified for hook s{}\n", sections - 1)));
+
+    let keys: String = (0..120_000).map(|n| format!("k{n}=v\n")).collect();
+    assert!(keys.len() > 1_000_000, "{}", keys.len());
+    // The last of two values of a key wins, as before; the keys before it do not matter.
+    hup.hooks(&format!(
+        "[many]\naction=false\n{keys}triggers=post.add\npath=Resources.Instance.Metadata.k\naction={}\n",
+        hup.recorder("many")
+    ));
+    let (run, took) = timed_once(&hup);
+    run.code(0);
+    assert!(took < HOSTILE_READ_BOUND, "{took:?}");
+    assert_eq!(hup.marks(), ["last CFN_NEW_METADATA=v", "many CFN_NEW_METADATA=v"]);
+}
+
 /// As the reference: `data/` (0700) and an empty `metadata_db.json` (0600) are made
 /// before an unsupported hook path stops cfn-hup, which still exits 1 with the
 /// reference's message (STATE-04, HUP-PATH-01).

@@ -417,4 +417,54 @@ fn the_user_data_of_a_template_is_read_within_its_work_bound() {
         text.len()
     ));
     assert!(run.elapsed < Duration::from_secs(10), "{run}");
+
+/// `validate -t` on a template whose hook files (`hooks.d/0.conf`, …) hold `contents` (block
+/// scalars), and how long it took.
+fn validate_hook_files(contents: &[String]) -> (Run, Value, std::time::Duration, String) {
+    let files: String = contents
+        .iter()
+        .enumerate()
+        .map(|(n, content)| {
+            let indented: String = content.lines().map(|l| format!("                {l}\n")).collect();
+            format!("            /etc/cfn/hooks.d/{n}.conf:\n              content: |\n{indented}")
+        })
+        .collect();
+    let text = format!(
+        "Resources:\n  Instance:\n    Type: AWS::EC2::Instance\n    Metadata:\n      AWS::CloudFormation::Init:\n        config:\n          files:\n{files}    Properties:\n      ImageId: ami-12345678\n      InstanceType: t3.micro\n"
+    );
+    let started = std::time::Instant::now();
+    let (run, json) = validate("big.yaml", &text);
+    (run, json, started.elapsed(), text)
+}
+
+/// Hook files an attacker made large (issue 31, F4 and F12), each under the 1 MiB that
+/// `validate` reads of a file: four files (as many as the resolver's bound lets one
+/// template hold) whose action is 1 MB of `%(` with no `)s` after them (each `%(`
+/// searched the rest of the value: 7 s a file), 0.9 MB of empty sections
+/// and a hook with 0.9 MB of keys (each header and key was found by walking those before
+/// it: past a minute). Each is checked at once, and the hook after them still is: its
+/// path to a missing key is found at its line.
+#[test]
+fn hook_files_of_a_megabyte_of_references_sections_or_keys_are_checked_at_once() {
+    let last = "[last]\ntriggers=post.update\npath=Resources.Instance.Metadata.nope\naction=true\n";
+    let soup = "%(x) ".repeat(200_000);
+    let soup = format!("[soup]\ntriggers=post.update\npath=Resources.Instance.Metadata\naction={soup}\n");
+    let sections: String = (0..100_000).map(|n| format!("[s{n}]\n")).collect();
+    let keys: String = (0..100_000).map(|n| format!("k{n}=v\n")).collect();
+    for content in [&soup, &sections, &keys] {
+        assert!((880_000..1_048_576 - 1000).contains(&content.len()), "{}", content.len());
+    }
+    let mut soups = vec![soup; 4];
+    soups.push(last.to_string());
+    let keys = format!("[last]\n{keys}{}", last.trim_start_matches("[last]\n"));
+    for (what, contents) in [("soups", soups), ("sections", vec![format!("{sections}{last}")]), ("keys", vec![keys])] {
+        let (run, json, took, text) = validate_hook_files(&contents);
+        assert!(took < std::time::Duration::from_secs(10), "{what}: {took:?}");
+        let (line, column) = place_of(&text, "[last]", "Resources.Instance.Metadata.nope");
+        let found = errors(&json);
+        assert_eq!(found.len(), 1, "{what}: {found:?}");
+        assert_eq!((found[0].0.as_str(), found[0].1, found[0].2), ("E067", line, column), "{what}");
+        assert!(found[0].3.contains("has no key nope"), "{what}: {}", found[0].3);
+        run.code(1);
+    }
 }

@@ -20,7 +20,7 @@ use cfn_hooks::path::{HookPath, Target as HookTarget};
 use cfn_template::Template;
 use cfn_template::user_data::{self, Text, escape};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 const INIT: &str = "AWS::CloudFormation::Init";
 
@@ -388,9 +388,7 @@ impl Checker<'_> {
     fn hup_file(&mut self, resource: &str, _config: &str, path: &str, pointer: &str, text: &Text) {
         let mut ini = Ini::new();
         let lines = key_lines(&text.text);
-        let at = |section: &str, key: &str| {
-            lines.iter().find(|(s, k, _)| s == section && k == key).map_or(0, |(_, _, offset)| *offset)
-        };
+        let at = |section: &str, key: &str| lines.get(&(section.to_string(), key.to_string())).copied().unwrap_or(0);
         if let Err(e) = ini.read_str(&text.text, path) {
             // A function other than Ref or Sub may have written anything there.
             if !text.text.contains("${Fn::") {
@@ -419,8 +417,16 @@ impl Checker<'_> {
             }
             if let Some(action) = value("action") {
                 let start = at(&section, "action");
-                // The action's words are placed in the file's text by the action's line.
-                let shift = text.text[start..].find(action.as_str()).map_or(start, |n| start + n);
+                // The action's words are placed in the file's text by the action's line: a
+                // value starts on its key's line, so only that far is searched (searching
+                // to the end of the file for each hook was quadratic in hooks).
+                let line_end = text.text[start..].find('\n').map_or(text.text.len(), |n| start + n);
+                let mut end = (line_end + action.len()).min(text.text.len());
+                while !text.text.is_char_boundary(end) {
+                    end += 1;
+                }
+                let window = &text.text[start..end];
+                let shift = window.find(action.as_str()).map_or(start, |n| start + n);
                 for mut call in shell::calls(&action) {
                     call.at += shift;
                     for word in &mut call.arguments {
@@ -509,8 +515,8 @@ fn strip_placeholders(text: &str) -> String {
 }
 
 /// Where each `key=` line of an INI text starts, by (section, key in lower case).
-fn key_lines(text: &str) -> Vec<(String, String, usize)> {
-    let mut found = Vec::new();
+fn key_lines(text: &str) -> HashMap<(String, String), usize> {
+    let mut found = HashMap::new();
     let mut section = String::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -520,7 +526,7 @@ fn key_lines(text: &str) -> Vec<(String, String, usize)> {
         } else if !line.starts_with(char::is_whitespace)
             && let Some(split) = trimmed.find(['=', ':'])
         {
-            found.push((section.clone(), trimmed[..split].trim().to_lowercase(), offset));
+            found.entry((section.clone(), trimmed[..split].trim().to_lowercase())).or_insert(offset);
         }
         offset += line.len();
     }
@@ -620,7 +626,10 @@ mod tests {
         let lines = key_lines("[main]\nstack=a\n[h]\n  cont=x\nPath = y\n");
         assert_eq!(
             lines,
-            vec![("main".to_string(), "stack".to_string(), 7), ("h".to_string(), "path".to_string(), 28)]
+            HashMap::from([
+                (("main".to_string(), "stack".to_string()), 7),
+                (("h".to_string(), "path".to_string()), 28)
+            ])
         );
     }
 }

@@ -261,6 +261,8 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
         ini.read_file(file).map_err(|source| ConfigError::Read { path: file.display().to_string(), source })??;
     }
     let mut hooks = Hooks::default();
+    // The commands of the command hooks so far: one set, not a walk of the list per hook.
+    let mut commands = std::collections::HashSet::new();
     for name in ini.sections() {
         let Some(triggers) = ini.get(&name, "triggers")? else {
             tracing::error!("No triggers specified for hook {name}");
@@ -278,7 +280,7 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
         let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
         if triggers == ["on.command"] {
             let command = path.trim().to_string();
-            if hooks.command.iter().any(|h| h.command == command) {
+            if !commands.insert(command.clone()) {
                 return Err(ConfigError::DuplicateCommand(command));
             }
             let singleton = ini.get(&name, "singleton")?.is_some_and(|v| is_true(&v));

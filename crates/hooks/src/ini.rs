@@ -18,6 +18,10 @@
 //! * a value's expansion is bounded: at most [`VALUE_LIMIT`] bytes for one value and
 //!   [`FILE_LIMIT`] for all the values read from one file, so that a few kilobytes of
 //!   `%(name)s` references cannot make gigabytes (the reference has no such bound).
+//!   Each expansion is one pass over the values it uses; all expansions together search
+//!   at most [`SEARCH_LIMIT`] bytes and [`SEARCH_PER_BYTE_READ`] per byte of the files,
+//!   so that one long value that many sections refer to cannot make reading take minutes;
+//!   sections and keys are found through hash maps. Reading is linear in the files.
 //!
 //! Who does what: [`lines`] walks the lines with ConfigParser's rules (the only parse of a
 //! file; why not rust-ini is said there); this module merges repeated sections and files,
@@ -29,9 +33,20 @@ mod lines;
 
 use lines::Line;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 
 pub use interpolation::{FILE_LIMIT, VALUE_LIMIT};
+
+/// The most bytes of raw values the expansions of one set of files may search in all,
+/// beside [`SEARCH_PER_BYTE_READ`] per byte of the files: one expansion is one pass, but a
+/// long value whose references expand to nothing (`%(e)s%(e)s…`, 500 KB) referred to by
+/// every one of a thousand hooks is searched a thousand times over, and took 13 s.
+pub const SEARCH_LIMIT: usize = 4 * FILE_LIMIT;
+/// See [`SEARCH_LIMIT`]: with it, the time all reads take is linear in the files' size.
+/// Real files search a few times their size: each value is read once and refers to
+/// small ones; the values of a file expand to at most [`FILE_LIMIT`] bytes anyway.
+pub const SEARCH_PER_BYTE_READ: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IniError {
@@ -49,6 +64,10 @@ pub enum IniError {
         "Bad value substitution: section [{section}], option {key} in {file}: the values of {file} expand to more than {FILE_LIMIT} bytes in all"
     )]
     FileTooLarge { section: String, key: String, file: String },
+    #[error(
+        "Bad value substitution: section [{section}], option {key} in {file}: the values read so far made their references search more than {limit} bytes of text in all"
+    )]
+    TooMuchSearching { section: String, key: String, file: String, limit: usize },
 }
 
 /// A line's text as ConfigParser's messages quote it (Python's `repr` of a string).
@@ -61,19 +80,17 @@ fn python_repr(text: &str) -> String {
 #[derive(Debug, Clone, Default)]
 struct Section {
     name: String,
-    /// Key (lower case), raw value, and the index of the file that set it.
-    entries: Vec<(String, String, usize)>,
+    /// Key (lower case) → raw value, and the index of the file that set it. Keys have no
+    /// order that matters; a key set again is replaced where it is.
+    entries: HashMap<String, (String, usize)>,
 }
 
 impl Section {
     fn set(&mut self, key: String, value: String, file: usize) {
-        match self.entries.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(entry) => (entry.1, entry.2) = (value, file),
-            None => self.entries.push((key, value, file)),
-        }
+        self.entries.insert(key, (value, file));
     }
     fn raw(&self, key: &str) -> Option<(&str, usize)> {
-        self.entries.iter().find(|(k, _, _)| k == key).map(|(_, v, f)| (v.as_str(), *f))
+        self.entries.get(key).map(|(v, f)| (v.as_str(), *f))
     }
 }
 
@@ -82,10 +99,18 @@ impl Section {
 pub struct Ini {
     defaults: Section,
     sections: Vec<Section>,
+    /// Section name → its index in `sections`: reading and looking up a section does not
+    /// walk the others (a file of 1 MB of headers took minutes). std's maps hash with keys
+    /// chosen at random, so names made to collide cannot slow them down.
+    index: HashMap<String, usize>,
     /// The files read, in order (their names as given to [`Ini::read_str`]).
     files: Vec<String>,
     /// Bytes of expanded values handed out so far, per file (see [`FILE_LIMIT`]).
     expanded: RefCell<Vec<usize>>,
+    /// Bytes of the files read, and of raw values searched by expansions so far (see
+    /// [`SEARCH_LIMIT`]).
+    read: usize,
+    searched: std::cell::Cell<usize>,
 }
 
 const DEFAULT_SECTION: &str = "DEFAULT";
@@ -111,6 +136,7 @@ impl Ini {
         let file_index = self.files.len();
         self.files.push(file.to_string());
         self.expanded.get_mut().push(0);
+        self.read = self.read.saturating_add(text.len());
         let mut section = None;
         for line in lines {
             match line {
@@ -135,13 +161,12 @@ impl Ini {
         if name == DEFAULT_SECTION {
             return usize::MAX;
         }
-        match self.sections.iter().position(|s| s.name == name) {
-            Some(i) => i,
-            None => {
-                self.sections.push(Section { name: name.to_string(), entries: Vec::new() });
-                self.sections.len() - 1
-            }
+        if let Some(&index) = self.index.get(name) {
+            return index;
         }
+        self.sections.push(Section { name: name.to_string(), entries: HashMap::new() });
+        self.index.insert(name.to_string(), self.sections.len() - 1);
+        self.sections.len() - 1
     }
 
     fn section_mut(&mut self, index: usize) -> &mut Section {
@@ -154,12 +179,16 @@ impl Ini {
     }
 
     pub fn has_section(&self, name: &str) -> bool {
-        self.sections.iter().any(|s| s.name == name)
+        self.index.contains_key(name)
+    }
+
+    fn section(&self, name: &str) -> Option<&Section> {
+        self.index.get(name).and_then(|&index| self.sections.get(index))
     }
 
     /// The raw value of `key` (lower case) in `section` or `[DEFAULT]`, and its file.
     fn raw(&self, section: &str, key: &str) -> Option<(&str, usize)> {
-        self.sections.iter().find(|s| s.name == section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
+        self.section(section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
     }
 
     /// The value of `key` in `section` (or `[DEFAULT]`), with `%%` and `%(name)s` expanded.
@@ -175,7 +204,14 @@ impl Ini {
         };
         let file_name = || self.files.get(file).cloned().unwrap_or_default();
         let lookup = |name: &str| self.raw(section, name).map(|(value, _)| value);
-        let value = interpolation::expand(raw, &key, &lookup).map_err(|e| match e {
+        let (value, searched) = interpolation::expand(raw, &key, &lookup);
+        let searched = self.searched.get().saturating_add(searched);
+        self.searched.set(searched);
+        let limit = SEARCH_LIMIT.saturating_add(self.read.saturating_mul(SEARCH_PER_BYTE_READ));
+        if searched > limit {
+            return Err(IniError::TooMuchSearching { section: section.to_string(), key, file: file_name(), limit });
+        }
+        let value = value.map_err(|e| match e {
             interpolation::Error::TooLarge => {
                 IniError::ValueTooLarge { section: section.to_string(), key: key.clone(), file: file_name() }
             }
@@ -290,6 +326,45 @@ mod tests {
         );
         // The bound is the file's where the option read was written.
         assert_eq!(get(&i, &last, "big").map(|v| v.len()), Some(VALUE_LIMIT / 2));
+    }
+
+    /// A long value whose references expand to nothing, referred to by every one of many
+    /// sections, is searched again for each read: all the reads together search at most
+    /// [`SEARCH_LIMIT`] and [`SEARCH_PER_BYTE_READ`] bytes per byte of the files, then
+    /// fail naming the option.
+    #[test]
+    fn the_searching_of_all_reads_is_bounded_by_the_files_size() {
+        let big = "%(e)s".repeat(100_000);
+        let hooks: String = (0..2000).map(|n| format!("[h{n}]\naction=%(big)sx\n")).collect();
+        let text = format!("[DEFAULT]\ne=\nbig={big}\n{hooks}");
+        let mut i = Ini::new();
+        i.read_str(&text, "hooks.conf").unwrap();
+        let limit = SEARCH_LIMIT + SEARCH_PER_BYTE_READ * text.len();
+        let mut read = 0;
+        let error = loop {
+            match i.get(&format!("h{read}"), "action") {
+                Ok(value) => assert_eq!(value.as_deref(), Some("x")),
+                Err(e) => break e,
+            }
+            read += 1;
+        };
+        // Each read searches the 500 KB value (400 KB of it twice): some 20 reads, not 2000.
+        assert!((10..40).contains(&read), "{read}");
+        assert_eq!(
+            error,
+            IniError::TooMuchSearching {
+                section: format!("h{read}"),
+                key: "action".into(),
+                file: "hooks.conf".into(),
+                limit
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "Bad value substitution: section [h{read}], option action in hooks.conf: the values read so far made their references search more than {limit} bytes of text in all"
+            )
+        );
     }
 
     /// A file that does not parse adds nothing to what earlier files gave (the caller

@@ -35,10 +35,13 @@ pub enum Error {
 }
 
 /// Expands `raw`, the value of `key`; `lookup` gives the raw value of a lower-case name
-/// (the same section, then `[DEFAULT]`).
-pub fn expand<'a>(raw: &str, key: &str, lookup: &dyn Fn(&str) -> Option<&'a str>) -> Result<String, Error> {
-    let mut expansion = Expansion { lookup, made: HashMap::new() };
-    expansion.expand(raw, key, 0)
+/// (the same section, then `[DEFAULT]`). Also says how many bytes of raw values its
+/// searches looked at: at most twice the length of each raw value expanded (the tests
+/// hold it to that), counted by the caller toward `super::SEARCH_LIMIT`.
+pub fn expand<'a>(raw: &str, key: &str, lookup: &dyn Fn(&str) -> Option<&'a str>) -> (Result<String, Error>, usize) {
+    let mut expansion = Expansion { lookup, made: HashMap::new(), scanned: 0 };
+    let result = expansion.expand(raw, key, 0);
+    (result, expansion.scanned)
 }
 
 struct Expansion<'l, 'a> {
@@ -47,9 +50,15 @@ struct Expansion<'l, 'a> {
     /// references may reach the depth limit, so the depth is part of the key and the
     /// result is exactly ConfigParser's.
     made: HashMap<(String, usize), String>,
+    /// Bytes of raw values looked at by the searches for `%` and `)s`.
+    scanned: usize,
 }
 
 impl Expansion<'_, '_> {
+    /// One pass over `raw`: each byte is looked at by the search for `%` once and by the
+    /// search for `)s` at most once. A search for `)s` that fails means there is none
+    /// from there to the end, so every `%(` after it is plain text without searching
+    /// again (searching again made a value full of `%(` quadratic: 1 MB took 26 s).
     fn expand(&mut self, raw: &str, key: &str, depth: usize) -> Result<String, Error> {
         let bad = |reason: String| Error::Bad { key: key.to_lowercase(), reason };
         if depth > MAX_DEPTH {
@@ -57,24 +66,33 @@ impl Expansion<'_, '_> {
         }
         let mut out = String::with_capacity(raw.len().min(VALUE_LIMIT));
         let mut rest = raw;
-        while let Some(at) = rest.find('%') {
+        // Whether a `)s` may still follow: false once a search for it failed.
+        let mut may_close = true;
+        loop {
+            let Some(at) = rest.find('%') else {
+                self.scanned += rest.len();
+                break;
+            };
+            self.scanned += at + 1;
             out.push_str(&rest[..at]);
             let after = &rest[at + 1..];
             if let Some(tail) = after.strip_prefix('%') {
                 out.push('%');
                 rest = tail;
             } else if let Some(inner) = after.strip_prefix('(')
-                && let Some(close) = inner.find(")s")
+                && let Some(close) = self.close(inner, &mut may_close)
             {
                 let name = inner[..close].to_lowercase();
                 let made = (name, depth + 1);
-                if !self.made.contains_key(&made) {
+                if let Some(text) = self.made.get(&made) {
+                    out.push_str(text);
+                } else {
                     let value = (self.lookup)(&made.0)
                         .ok_or_else(|| bad(format!("'%({})s' refers to no option '{}'", &inner[..close], made.0)))?;
                     let text = self.expand(value, &made.0, depth + 1)?;
-                    self.made.insert(made.clone(), text);
+                    out.push_str(&text);
+                    self.made.insert(made, text);
                 }
-                out.push_str(&self.made[&made]);
                 rest = &inner[close + 2..];
             } else {
                 out.push('%');
@@ -90,6 +108,18 @@ impl Expansion<'_, '_> {
         }
         Ok(out)
     }
+
+    /// Where the `)s` ending a reference that starts at `inner` is, if any; `may_close`
+    /// turns false once a search found none, and later searches are not made.
+    fn close(&mut self, inner: &str, may_close: &mut bool) -> Option<usize> {
+        if !*may_close {
+            return None;
+        }
+        let close = inner.find(")s");
+        self.scanned += close.map_or(inner.len(), |c| c + 2);
+        *may_close = close.is_some();
+        close
+    }
 }
 
 #[cfg(test)]
@@ -98,7 +128,7 @@ mod tests {
 
     fn expand_in(entries: &[(&str, String)], key: &str) -> Result<String, Error> {
         let lookup = |name: &str| entries.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str());
-        expand(lookup(key).unwrap(), key, &lookup)
+        expand(lookup(key).unwrap(), key, &lookup).0
     }
 
     /// The bomb of the issue: 2 KB of references, each level doubling, and many levels.
@@ -141,5 +171,126 @@ mod tests {
         assert!(matches!(expand_in(&deeper, "too_deep"), Err(Error::Bad { .. })));
         deeper.push(("deep_enough", "%(k9)s%(k1)s".into()));
         assert_eq!(expand_in(&deeper, "deep_enough").unwrap(), "endend");
+    }
+
+    /// The expansion as it was before the one-pass search (each `%(` searched the rest of
+    /// the value for `)s` again): the reference the property below compares with.
+    fn old_expand<'a>(
+        raw: &str,
+        key: &str,
+        depth: usize,
+        lookup: &dyn Fn(&str) -> Option<&'a str>,
+        made: &mut HashMap<(String, usize), String>,
+    ) -> Result<String, Error> {
+        let bad = |reason: String| Error::Bad { key: key.to_lowercase(), reason };
+        if depth > MAX_DEPTH {
+            return Err(bad(format!("more than {MAX_DEPTH} levels of %(name)s references")));
+        }
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(at) = rest.find('%') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            if let Some(tail) = after.strip_prefix('%') {
+                out.push('%');
+                rest = tail;
+            } else if let Some(inner) = after.strip_prefix('(')
+                && let Some(close) = inner.find(")s")
+            {
+                let name = inner[..close].to_lowercase();
+                let key = (name, depth + 1);
+                if !made.contains_key(&key) {
+                    let value = lookup(&key.0)
+                        .ok_or_else(|| bad(format!("'%({})s' refers to no option '{}'", &inner[..close], key.0)))?;
+                    let text = old_expand(value, &key.0, depth + 1, lookup, made)?;
+                    made.insert(key.clone(), text);
+                }
+                out.push_str(&made[&key]);
+                rest = &inner[close + 2..];
+            } else {
+                out.push('%');
+                rest = after;
+            }
+            if out.len() > VALUE_LIMIT {
+                return Err(Error::TooLarge);
+            }
+        }
+        out.push_str(rest);
+        if out.len() > VALUE_LIMIT {
+            return Err(Error::TooLarge);
+        }
+        Ok(out)
+    }
+
+    /// Soups of `%(`, `)s`, their halves, `%%`, names (some mis-cased, some missing) and text.
+    fn soup(pieces: std::ops::Range<usize>) -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            4 => Just("%("),
+            3 => Just(")s"),
+            1 => Just(")"),
+            1 => Just("s"),
+            1 => Just("%"),
+            1 => Just("%%"),
+            1 => Just("("),
+            2 => prop::sample::select(vec!["a", "b", "C", "nope", "%(a)s", "%(B)s", "%(c)s", "%(x y)s"]),
+            2 => prop::sample::select(vec!["x", " ", "echo ", "\n", "é", "\n  "]),
+        ];
+        prop::collection::vec(piece, pieces).prop_map(|pieces| pieces.concat())
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Small soups, whose names refer to each other (and to themselves): the result,
+        /// error included, is exactly the old implementation's, and the searches look at
+        /// each raw value expanded at most twice over.
+        #[test]
+        fn a_soup_expands_as_before_in_one_pass(
+            top in soup(0..40),
+            a in soup(0..12),
+            b in soup(0..12),
+            c in soup(0..12),
+        ) {
+            let entries = [("top", top.clone()), ("a", a), ("b", b), ("c", c)];
+            let lookup = |name: &str| entries.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str());
+            let (got, scanned) = expand(&top, "top", &lookup);
+            let expected = old_expand(&top, "top", 0, &lookup, &mut HashMap::new());
+            prop_assert_eq!(&got, &expected, "{:?}", entries);
+            // Each (name, depth) is expanded once: the top value, and each other value at
+            // each depth below it.
+            let others: usize = entries[1..].iter().map(|(_, v)| v.len()).sum();
+            let bound = 2 * (top.len() + (MAX_DEPTH + 1) * (others + top.len()));
+            prop_assert!(scanned <= bound, "{scanned} bytes looked at, bound {bound}: {:?}", entries);
+        }
+
+        /// Long soups (up to 200 KB): the bytes looked at are at most twice the value's
+        /// length, whatever the mix of `%(` and `)s` — one pass, where the old search made
+        /// a value full of `%(` without a later `)s` quadratic.
+        #[test]
+        fn a_long_soup_is_expanded_in_linear_steps(
+            pieces in soup(0..200),
+            times in 1usize..1000,
+            tail in soup(0..20),
+        ) {
+            let raw = format!("{}{tail}", pieces.repeat(times));
+            let lookup = |name: &str| matches!(name, "a" | "b" | "c").then_some("");
+            let (_, scanned) = expand(&raw, "top", &lookup);
+            prop_assert!(scanned <= 2 * raw.len(), "{scanned} bytes looked at for {} bytes", raw.len());
+        }
+    }
+
+    /// The issue's shape: 1 MB of `%(` without any `)s`. It is cut at the value limit
+    /// either way; the searches looked at no more than twice its length.
+    #[test]
+    fn a_megabyte_of_unclosed_references_is_one_pass() {
+        let raw = "%(x) ".repeat(200_000);
+        let (result, scanned) = expand(&raw, "action", &|_| None);
+        assert_eq!(result, Err(Error::TooLarge));
+        assert!(scanned <= 2 * raw.len(), "{scanned}");
+        // Within the limit: 16 K `%(` and then 32 K of `)`: the text comes out unchanged.
+        let raw = format!("{}{}", "%(".repeat(16 * 1024), ")".repeat(32 * 1024));
+        let (result, scanned) = expand(&raw, "action", &|_| None);
+        assert_eq!(result.as_deref(), Ok(raw.as_str()));
+        assert!(scanned <= 2 * raw.len(), "{scanned}");
     }
 }
