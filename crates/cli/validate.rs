@@ -22,7 +22,7 @@ use cfn_template::{Template, unknown};
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
 use lines::Lines;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -258,6 +258,10 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
     let named = user_data::configsets_named(&found);
     let mut findings = duplicates(&rendered.1);
     let mut skipped = Vec::new();
+    // What is already reported, to tell a repeat in a set, not by a search of the list
+    // (quadratic in the findings).
+    let mut seen: HashSet<Finding> = findings.iter().cloned().collect();
+    let mut seen_skips: HashSet<Skipped> = HashSet::new();
     for resource in &resources {
         let checked = match rendered.0.metadata_for_checks(resource, &inputs) {
             Ok(checked) => checked,
@@ -277,13 +281,13 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
             let Checked { findings: found, skipped: skips } = check_init(metadata, &requested);
             for finding in found {
                 let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
-                if !findings.contains(&finding) {
+                if seen.insert(finding.clone()) {
                     findings.push(finding);
                 }
             }
             for skip in skips {
                 let skip = Skipped { pointer: format!("{within}{}", skip.pointer), ..skip };
-                if !skipped.contains(&skip) {
+                if seen_skips.insert(skip.clone()) {
                     skipped.push(skip);
                 }
             }
