@@ -649,6 +649,7 @@ fn a_hook_file_linked_to_a_private_file_is_never_quoted() {
         .as_str()
     );
     assert_eq!(check(&json.1, "hup.hooks")["verdict"], "failed");
+}
 
 /// Hook files an attacker made large (issue 31, F4 and F12): 1 MB of `%(` with no `)s`
 /// after them in an action (117 s before: each `%(` searched the rest of the value), and
@@ -704,4 +705,27 @@ fn hook_files_of_a_megabyte_of_references_sections_or_keys_are_checked_at_once()
         assert_eq!(code, 1);
         assert!(with_verdict(&checks, "failed").contains(&"service.process"), "cfn-hup is not running");
     }
+}
+
+/// Terminal controls in a hook's section name and in cfn-hup's activity record are shown
+/// escaped in doctor's checklist (issue 31, F9).
+#[test]
+fn terminal_controls_in_hook_names_and_cfn_hups_record_are_shown_escaped() {
+    use common::terminal::*;
+    let run = in_private_network(|| {
+        let mut host = Host::new("true");
+        let hook =
+            format!("[w{HOSTILE}]\ntriggers=post.update\npath=Resources.Watched.Metadata.app\naction=/bin/true\n");
+        std::fs::write(host.conf.join("hooks.conf"), hook).unwrap();
+        let activity = host.sandbox.path("lib/cfn-hup/data/activity.json");
+        std::fs::create_dir_all(activity.parent().unwrap()).unwrap();
+        std::fs::write(&activity, hostile_activity().to_string()).unwrap();
+        host.pretend_cfn_hup_runs();
+        host.doctor(&[])
+    });
+    assert_no_terminal_controls(&run.stdout, "doctor's stdout");
+    assert_no_terminal_controls(&run.stderr, "doctor's stderr");
+    run.stdout_has(&format!("hook.triggers:w{HOSTILE_SHOWN} "));
+    run.stdout_has(&format!("last pass 2026-01-01T00:00:00.000Z{HOSTILE_SHOWN} "));
+    run.stdout_has(&format!("service.hook:hook{HOSTILE_SHOWN} "));
 }

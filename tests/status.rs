@@ -348,3 +348,29 @@ fn a_fifo_or_an_endless_file_in_place_of_cfn_hups_activity_is_refused_naming_it(
         activity.display()
     ));
 }
+
+/// Terminal controls in what status shows from its records — cfn-hup's activity record
+/// (hook names, errors, times) and a failed command's output — are shown escaped, in the
+/// summary and with --long (issue 31, F9); the JSON form keeps the data as it is.
+#[test]
+fn terminal_controls_in_the_records_are_shown_escaped() {
+    use common::terminal::*;
+    let host = Host::new();
+    let command = "printf 'out\\033[2J\\033]0;owned\\007\\n'; exit 3";
+    host.init(json!({"config": {"commands": {"01": {"command": command}}}})).code(1);
+    let activity = host.sandbox.path("lib/cfn-hup/data/activity.json");
+    std::fs::create_dir_all(activity.parent().unwrap()).unwrap();
+    std::fs::write(&activity, hostile_activity().to_string()).unwrap();
+    for args in [&[][..], &["--long"]] {
+        let run = host.status(args);
+        run.code(1);
+        assert_no_terminal_controls(&run.stdout, &format!("status {args:?}, stdout"));
+        assert_no_terminal_controls(&run.stderr, &format!("status {args:?}, stderr"));
+        run.stdout_has(&format!("cfn-hup: hook hook{HOSTILE_SHOWN} failing"));
+        run.stdout_has(&format!("cfn-hup: last error 2026-01-01T00:00:00.000Z{HOSTILE_SHOWN}: boom{HOSTILE_SHOWN}\n"));
+    }
+    let long = host.status(&["--long"]);
+    long.stdout_has("    | out\\x1b[2J\\x1b]0;owned\\x07\n");
+    long.stdout_has(&format!(" ran{HOSTILE_SHOWN}: error{HOSTILE_SHOWN}\n"));
+    assert_eq!(host.json()["cfn_hup"]["failing_hooks"][0]["hook"], format!("hook{HOSTILE}"));
+}

@@ -417,6 +417,7 @@ fn the_user_data_of_a_template_is_read_within_its_work_bound() {
         text.len()
     ));
     assert!(run.elapsed < Duration::from_secs(10), "{run}");
+}
 
 /// `validate -t` on a template whose hook files (`hooks.d/0.conf`, …) hold `contents` (block
 /// scalars), and how long it took.
@@ -467,4 +468,119 @@ fn hook_files_of_a_megabyte_of_references_sections_or_keys_are_checked_at_once()
         assert!(found[0].3.contains("has no key nope"), "{what}: {}", found[0].3);
         run.code(1);
     }
+}
+
+/// `validate -t FILE [args]` on `text` written as `name` in a sandbox.
+fn validate_with(name: &str, text: &str, args: &[&str]) -> Run {
+    let sandbox = sandbox();
+    let file = sandbox.path(name);
+    std::fs::write(&file, text).unwrap();
+    sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&file).args(args).run()
+}
+
+/// A compact JSON template (one line) whose user data runs `cfn-init -r I -c n0,n1,…`
+/// with `names` configSets I does not define: 5000 names are 29 KB (issue 31, F3).
+fn unknown_configsets(names: usize) -> String {
+    let list: Vec<String> = (0..names).map(|i| format!("n{i}")).collect();
+    let script = format!("#!/bin/bash\ncfn-init -r I -c {}\n", list.join(","));
+    serde_json::json!({"Resources": {"I": {
+        "Type": "AWS::EC2::Instance",
+        "Metadata": {"AWS::CloudFormation::Init": {"configSets": {"a": ["c"]}, "c": {}}},
+        "Properties": {"UserData": {"Fn::Base64": script}},
+    }}})
+    .to_string()
+}
+
+/// A YAML template whose user data is about 1 MiB of `cfn-init -r NopeN` lines, each
+/// naming a resource the template lacks: one finding per line (issue 31, F13).
+fn missing_resources(bytes: usize) -> String {
+    let mut script = String::new();
+    for i in 0.. {
+        if script.len() >= bytes {
+            break;
+        }
+        script.push_str(&format!("          cfn-init -r Nope{i}\n"));
+    }
+    format!(
+        "Resources:\n  I:\n    Type: AWS::EC2::Instance\n    Properties:\n      UserData:\n        Fn::Base64: |\n{script}"
+    )
+}
+
+/// Thousands of unknown configSets on one line (29 KB and 129 KB, which gave 217 MB of
+/// text and an abort): the text output stays linear in the input and quick, five
+/// findings of the place are shown and the rest counted, the line quoted around the
+/// place; JSON and SARIF show the same five and the same count.
+#[test]
+fn thousands_of_findings_on_one_line_give_output_linear_in_the_input() {
+    for names in [5_000, 20_000] {
+        let template = unknown_configsets(names);
+        let run = validate_with("t.json", &template, &[]);
+        let (out, into) = (run.stdout.len(), template.len());
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(out <= 20 * into, "{out} bytes of output for {into} of input");
+        assert!(run.elapsed < std::time::Duration::from_secs(20), "took {:?}", run.elapsed);
+        assert_eq!(run.stdout.matches("error[E062]").count(), 5, "{}", &run.stdout[..out.min(10_000)]);
+        run.stdout_has(&format!("  = … and {} more like this\n", names - 5));
+        run.stdout_has(&format!(": {names} errors, 0 warnings in 1 resource"));
+        // The line is quoted around the place, cut with `…` on both sides.
+        let quoted = run.stdout.lines().find(|l| l.starts_with("1 | ")).unwrap();
+        assert!(quoted.chars().count() < 200 && quoted.ends_with('…'), "{quoted}");
+
+        let (run, json) = validate("t.json", &template);
+        run.code(1);
+        let findings = json["findings"].as_array().unwrap();
+        assert_eq!((json["errors"].as_u64(), findings.len()), (Some(names as u64), 5));
+        assert_eq!(findings[4]["more_like_this"], names - 5);
+        assert!(findings[..4].iter().all(|f| f.get("more_like_this").is_none()));
+
+        let run = validate_with("t.json", &template, &["--format", "sarif"]);
+        run.code(1);
+        let sarif: Value = serde_json::from_str(&run.stdout).unwrap();
+        let results = sarif["runs"][0]["results"].as_array().unwrap();
+        assert_eq!(results.len(), 5);
+        assert_eq!(results[4]["properties"]["moreLikeThis"], names - 5);
+    }
+}
+
+/// 1 MiB of `cfn-init -r NopeN` lines, a finding on each (9 s before: each one counted
+/// lines from the top): well under a generous bound.
+#[test]
+fn a_finding_on_each_of_a_mebibyte_of_lines_is_quick() {
+    let template = missing_resources(1 << 20);
+    let run = validate_with("t.yaml", &template, &["--format", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    let lines = template.lines().count() as u64 - 6;
+    assert_eq!(json["errors"].as_u64(), Some(lines));
+    let last = json["findings"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["code"].as_str(), last["line"].as_u64()), (Some("E060"), Some(lines + 6)));
+    assert!(run.elapsed < std::time::Duration::from_secs(10), "took {:?}", run.elapsed);
+}
+
+/// Terminal controls in a template's resource names are shown escaped: in a cfn-init
+/// call's finding on standard output, and in the error naming the template's resources on
+/// standard error (issue 31, F9).
+#[test]
+fn terminal_controls_in_a_template_are_shown_escaped() {
+    use common::terminal::*;
+    let script = format!("#!/bin/bash\ncfn-init -r 'Nope{HOSTILE}'\ncfn-init -r I -c '{HOSTILE}'\n");
+    let template = serde_json::json!({"Resources": {
+        "I": {
+            "Type": "AWS::EC2::Instance",
+            "Metadata": {"AWS::CloudFormation::Init": {"config": {}}},
+            "Properties": {"UserData": {"Fn::Base64": script}},
+        },
+        format!("R{HOSTILE}"): {"Type": "AWS::CloudFormation::WaitConditionHandle"},
+    }})
+    .to_string();
+    let run = validate_with("t.json", &template, &[]);
+    assert_eq!(run.code, 1, "{run}");
+    assert_no_terminal_controls(&run.stdout, "validate's stdout");
+    assert_no_terminal_controls(&run.stderr, "validate's stderr");
+    run.stdout_has(&format!("names the resource Nope{HOSTILE_SHOWN}, which"));
+    run.stdout_has(&format!("has no configSet named {HOSTILE_SHOWN}\n"));
+    let run = validate_with("t.json", &template, &["-r", "Missing"]);
+    assert_eq!(run.code, 1, "{run}");
+    assert_no_terminal_controls(&run.stderr, "validate's stderr");
+    run.stderr_has(&format!("R{HOSTILE_SHOWN}"));
 }

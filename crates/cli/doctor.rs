@@ -166,7 +166,9 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
                 "exit": check::exit_code(&checks),
             })
         ),
-        _ => check::as_text(&checks),
+        // What the checks found quotes files, hook names and answers: no terminal control
+        // in them reaches the terminal.
+        _ => crate::terminal_text::shown(&check::as_text(&checks)).into_owned(),
     };
     let mut stdout = std::io::stdout().lock();
     if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {

@@ -25,6 +25,7 @@ mod run_record;
 mod run_recorder;
 mod signal;
 mod status;
+mod terminal_text;
 mod validate;
 
 use std::process::ExitCode;

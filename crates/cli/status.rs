@@ -10,6 +10,7 @@
 //! cfn-hup's activity is shown, never judged.
 
 use crate::run_record::{self, Outcome, RunRecord, Source};
+use crate::terminal_text;
 use cfn_hooks::activity::{self, Activity, FailingHook};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use serde_json::json;
@@ -135,7 +136,9 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         if matches.get_flag("long") {
             text.push_str(&long(history.first(), &history, hup.as_ref()));
         }
-        text
+        // Hook names, errors, sources and command output are data: no terminal control
+        // in them reaches the terminal.
+        terminal_text::shown(&text).into_owned()
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {

@@ -5,12 +5,14 @@
 //! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
 //! metadata could not be read), 2 for a usage error.
 
+mod lines;
 mod shell;
 mod user_data;
 
 use crate::init::{self, ReadError};
 use crate::options;
 use crate::render::{self, TEMPLATE};
+use crate::terminal_text;
 use cfn_aws::Imds;
 use cfn_configsets::checks::{self, Checked, Finding, RULES, Requested, Severity, Skipped, Target};
 use cfn_configsets::document::InitDocument;
@@ -18,8 +20,10 @@ use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
 use cfn_template::{Template, unknown};
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
+use lines::Lines;
 use serde_json::{Value, json};
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -97,7 +101,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     let source = match init::choose_source(&positionals, text("stack_name"), text("logical_resource_id")) {
         Ok(source) => source,
         Err(message) => {
-            eprintln!("cfn-bootstrap validate: {message}");
+            complain(message);
             return ExitCode::from(2);
         }
     };
@@ -150,6 +154,11 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
     print(&input, &findings, format(matches))
 }
 
+/// A line on standard error; what it quotes of the input is shown safe for a terminal.
+fn complain(message: &str) {
+    eprintln!("cfn-bootstrap validate: {}", terminal_text::shown(message));
+}
+
 fn format(matches: &ArgMatches) -> &str {
     matches.get_one::<String>("format").map_or("text", String::as_str)
 }
@@ -169,13 +178,13 @@ fn verbose(matches: &ArgMatches, skipped: &[Skipped]) {
     }
     for skip in skipped {
         let names: Vec<String> = skip.unknowns.iter().map(|n| n.trim_end_matches("[]").to_string()).collect();
-        eprintln!(
-            "cfn-bootstrap validate: {}: skipped {} ({}): it needs the value of {}",
+        complain(&format!(
+            "{}: skipped {} ({}): it needs the value of {}",
             unknown::display(&skip.pointer),
             skip.code,
             rule(skip.code).1,
             names.join(", ")
-        );
+        ));
     }
 }
 
@@ -231,7 +240,7 @@ fn check_init(metadata: &Value, requested: &Requested) -> Checked {
 fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Located>), ExitCode> {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
     let failed = |message: &str| {
-        eprintln!("cfn-bootstrap validate: {message}");
+        complain(message);
         Err(ExitCode::FAILURE)
     };
     let rendered = match render::read_template(path) {
@@ -252,17 +261,20 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
     let named = user_data::configsets_named(&found);
     let mut findings = duplicates(&rendered.1);
     let mut skipped = Vec::new();
+    // What is already reported, to tell a repeat in a set, not by a search of the list
+    // (quadratic in the findings).
+    let mut seen: HashSet<Finding> = findings.iter().cloned().collect();
+    let mut seen_skips: HashSet<Skipped> = HashSet::new();
     for resource in &resources {
         let checked = match rendered.0.metadata_for_checks(resource, &inputs) {
             Ok(checked) => checked,
             Err(error) => return failed(&error.to_string()),
         };
         if !checked.complete && matches.get_flag("verbose") {
-            eprintln!(
-                "cfn-bootstrap validate: {resource}: its conditions have more than {} combinations of values; \
-                 the first {0} were checked",
+            complain(&format!(
+                "{resource}: its conditions have more than {} combinations of values; the first {0} were checked",
                 cfn_template::MAX_VARIANTS
-            );
+            ));
         }
         let requested = requested_for(text("configsets").as_deref(), named.contains_key(resource));
         let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
@@ -272,13 +284,13 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
             let Checked { findings: found, skipped: skips } = check_init(metadata, &requested);
             for finding in found {
                 let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
-                if !findings.contains(&finding) {
+                if seen.insert(finding.clone()) {
                     findings.push(finding);
                 }
             }
             for skip in skips {
                 let skip = Skipped { pointer: format!("{within}{}", skip.pointer), ..skip };
-                if !skipped.contains(&skip) {
+                if seen_skips.insert(skip.clone()) {
                     skipped.push(skip);
                 }
             }
@@ -328,8 +340,8 @@ fn validate_templates(matches: &ArgMatches, paths: &[&str]) -> ExitCode {
         }
     }
     let checked: Vec<(Input, Vec<Located>)> = checked.into_iter().map(|(i, f)| (i, shown(&f))).collect();
-    let out = match format {
-        "json" => format!("{:#}\n", Value::Array(checked.iter().map(|(i, f)| as_json(i, f)).collect())),
+    let written = write_out(|out| match format {
+        "json" => write_json(out, &Value::Array(checked.iter().map(|(i, f)| as_json(i, f)).collect())),
         "sarif" => {
             let mut documents = checked.iter().map(|(i, f)| as_sarif(i, f));
             let mut first = documents.next().unwrap_or_else(|| as_sarif(&Input::empty(), &[]));
@@ -339,12 +351,11 @@ fn validate_templates(matches: &ArgMatches, paths: &[&str]) -> ExitCode {
                     all.extend(results);
                 }
             }
-            format!("{first:#}\n")
+            write_json(out, &first)
         }
-        _ => checked.iter().map(|(i, f)| as_text(i, f)).collect(),
-    };
-    let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+        _ => checked.iter().try_for_each(|(i, f)| write_text(out, i, f)),
+    });
+    if written.is_err() {
         return ExitCode::FAILURE;
     }
     let errors = checked.iter().any(|(_, f)| f.iter().any(|(f, _)| f.severity == Severity::Error));
@@ -402,16 +413,62 @@ type Located = (Finding, Option<(usize, usize)>);
 
 fn print(input: &Input, findings: &[Located], format: &str) -> ExitCode {
     let findings = &shown(findings);
-    let out = match format {
-        "json" => format!("{:#}\n", as_json(input, findings)),
-        "sarif" => format!("{:#}\n", as_sarif(input, findings)),
-        _ => as_text(input, findings),
-    };
-    let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+    let written = write_out(|out| match format {
+        "json" => write_json(out, &as_json(input, findings)),
+        "sarif" => write_json(out, &as_sarif(input, findings)),
+        _ => write_text(out, input, findings),
+    });
+    if written.is_err() {
         return ExitCode::FAILURE;
     }
     if findings.iter().any(|(f, _)| f.severity == Severity::Error) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// Standard output, buffered, to `write` findings to as they are formatted (one string
+/// of the whole output once took gigabytes), and flushed.
+fn write_out(write: impl FnOnce(&mut BufWriter<io::StdoutLock<'static>>) -> io::Result<()>) -> io::Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    write(&mut out)?;
+    out.flush()
+}
+
+/// A JSON document, pretty, and a newline.
+fn write_json(out: &mut impl Write, value: &Value) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    out.write_all(b"\n")
+}
+
+/// The most findings of one code shown at one place (a line, or a pointer when there is
+/// no line); the rest are counted: one command line naming thousands of unknown
+/// configSets is one mistake, not thousands of screens.
+pub const MAX_PER_PLACE: usize = 5;
+
+/// The findings shown, in order, each with how many more like it are not shown (on the
+/// last one shown of its place). Every format shows the same ones; the totals of errors
+/// and warnings still count them all.
+fn capped(findings: &[Located]) -> Vec<(&Located, usize)> {
+    fn place((finding, position): &Located) -> (Option<usize>, &str, &'static str) {
+        let pointer = if position.is_none() { finding.pointer.as_str() } else { "" };
+        (position.map(|p| p.0), pointer, finding.code)
+    }
+    let mut totals: HashMap<_, usize> = HashMap::new();
+    for located in findings {
+        *totals.entry(place(located)).or_default() += 1;
+    }
+    let mut seen: HashMap<_, usize> = HashMap::new();
+    findings
+        .iter()
+        .filter_map(|located| {
+            let key = place(located);
+            let n = seen.entry(key).or_default();
+            *n += 1;
+            match *n {
+                n if n < MAX_PER_PLACE => Some((located, 0)),
+                n if n == MAX_PER_PLACE => Some((located, totals[&key] - MAX_PER_PLACE)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The findings as they are shown: an unknown as `${NAME}`.
@@ -434,34 +491,61 @@ fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 
-/// The compiler-like form.
-pub fn as_text(input: &Input, findings: &[Located]) -> String {
-    let mut out = String::new();
-    for (finding, position) in findings {
+/// The most characters of a line quoted under a finding: a compact JSON template is one
+/// line, and quoting all of it for each finding made the output grow with the square of
+/// the input.
+const QUOTED: usize = 160;
+
+/// The part of `line` quoted under a finding at `column` (1-based, in characters): all
+/// of it when short, else [`QUOTED`] characters around the column with `…` where it is
+/// cut; and the characters before the column in the part quoted, `…` included.
+fn quoted(line: &str, column: usize) -> (String, String) {
+    let at = column.saturating_sub(1);
+    let start = at.saturating_sub(QUOTED / 2);
+    let mut chars = line.chars().skip(start);
+    let mut part: String = chars.by_ref().take(QUOTED).collect();
+    let cut_after = chars.next().is_some();
+    let mut before: String = part.chars().take(at - start).collect();
+    if start > 0 {
+        part.insert(0, '…');
+        before.insert(0, ' ');
+    }
+    if cut_after {
+        part.push('…');
+    }
+    (part, before)
+}
+
+/// The compiler-like form, written as it is formatted; what the input gives is shown safe
+/// for a terminal ([`terminal_text`]).
+pub fn write_text(out: &mut impl Write, input: &Input, findings: &[Located]) -> io::Result<()> {
+    let lines = input.text.as_deref().map(Lines::new);
+    let mut write = |text: &str| terminal_text::write(out, text);
+    for ((finding, position), more) in capped(findings) {
         let head = format!("{}[{}]: {}", finding.severity.as_str(), finding.code, finding.message);
+        let mut indent = "  ".to_string();
         match position {
             Some((line, column)) => {
-                out.push_str(&format!("{}:{line}:{column}: {head}\n", input.name));
-                if let Some(text) = input.text.as_deref() {
-                    let source = text.lines().nth(line - 1).unwrap_or("").trim_end_matches('\r');
+                write(&format!("{}:{line}:{column}: {head}\n", input.name))?;
+                if let Some(lines) = &lines {
+                    let (source, before) = quoted(lines.line(*line), *column);
                     let width = line.to_string().len();
                     // The caret's indent copies the line's tabs so it stands under the place.
-                    let indent: String =
-                        source.chars().take(column - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-                    out.push_str(&format!("{:width$} |\n{line} | {source}\n{:width$} | {indent}^\n", "", ""));
-                    if let Some(help) = &finding.help {
-                        out.push_str(&format!("{:width$} = help: {help}\n", ""));
-                    }
-                    continue;
+                    let caret: String = before.chars().map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+                    write(&format!("{:width$} |\n{line} | {source}\n{:width$} | {caret}^\n", "", ""))?;
+                    indent = format!("{:width$} ", "");
                 }
             }
             None => {
                 let at = if finding.pointer.is_empty() { String::new() } else { format!(" (at {})", finding.pointer) };
-                out.push_str(&format!("{}: {head}{at}\n", input.name));
+                write(&format!("{}: {head}{at}\n", input.name))?;
             }
         }
         if let Some(help) = &finding.help {
-            out.push_str(&format!("  = help: {help}\n"));
+            write(&format!("{indent}= help: {help}\n"))?;
+        }
+        if more > 0 {
+            write(&format!("{indent}= … and {more} more like this\n"))?;
         }
     }
     let (errors, warnings) = (count(findings, Severity::Error), count(findings, Severity::Warning));
@@ -469,8 +553,7 @@ pub fn as_text(input: &Input, findings: &[Located]) -> String {
         Some(n) => format!(" in {} with AWS::CloudFormation::Init", plural(n, "resource")),
         None => String::new(),
     };
-    out.push_str(&format!("{}: {}, {}{checked}\n", input.name, plural(errors, "error"), plural(warnings, "warning")));
-    out
+    write(&format!("{}: {}, {}{checked}\n", input.name, plural(errors, "error"), plural(warnings, "warning")))
 }
 
 fn as_json(input: &Input, findings: &[Located]) -> Value {
@@ -478,16 +561,22 @@ fn as_json(input: &Input, findings: &[Located]) -> Value {
         "source": input.name,
         "errors": count(findings, Severity::Error),
         "warnings": count(findings, Severity::Warning),
-        "findings": findings.iter().map(|(f, position)| json!({
-            "severity": f.severity.as_str(),
-            "code": f.code,
-            "rule": rule(f.code).1,
-            "message": f.message,
-            "pointer": f.pointer,
-            "line": position.map(|p| p.0),
-            "column": position.map(|p| p.1),
-            "help": f.help,
-        })).collect::<Vec<_>>(),
+        "findings": capped(findings).into_iter().map(|((f, position), more)| {
+            let mut finding = json!({
+                "severity": f.severity.as_str(),
+                "code": f.code,
+                "rule": rule(f.code).1,
+                "message": f.message,
+                "pointer": f.pointer,
+                "line": position.map(|p| p.0),
+                "column": position.map(|p| p.1),
+                "help": f.help,
+            });
+            if more > 0 {
+                finding["more_like_this"] = json!(more);
+            }
+            finding
+        }).collect::<Vec<_>>(),
     });
     if let Some(found) = &input.found {
         value["user_data"] = found.clone();
@@ -506,9 +595,9 @@ fn as_sarif(input: &Input, findings: &[Located]) -> Value {
         .iter()
         .map(|(id, name, description)| json!({"id": id, "name": name, "shortDescription": {"text": description}}))
         .collect();
-    let results: Vec<Value> = findings
-        .iter()
-        .map(|(f, position)| {
+    let results: Vec<Value> = capped(findings)
+        .into_iter()
+        .map(|((f, position), more)| {
             let mut location = json!({"logicalLocations": [{"fullyQualifiedName": f.pointer, "kind": "object"}]});
             if let (Some((line, column)), Some(uri)) = (position, &input.uri) {
                 location["physicalLocation"] = json!({
@@ -520,13 +609,18 @@ fn as_sarif(input: &Input, findings: &[Located]) -> Value {
                 Some(help) => format!("{} (help: {help})", f.message),
                 None => f.message.clone(),
             };
-            json!({
+            let mut result = json!({
                 "ruleId": f.code,
                 "ruleIndex": RULES.iter().position(|r| r.0 == f.code),
                 "level": f.severity.as_str(),
                 "message": {"text": text},
                 "locations": [location],
-            })
+            });
+            if more > 0 {
+                // A result's property bag (SARIF 2.1.0 §3.8) holds what SARIF has no field for.
+                result["properties"] = json!({"moreLikeThis": more});
+            }
+            result
         })
         .collect();
     json!({

@@ -5,6 +5,7 @@
 
 pub mod debian_root;
 pub mod systemd_root;
+pub mod terminal;
 pub mod waiting;
 
 use std::io::Write;

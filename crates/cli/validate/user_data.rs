@@ -11,8 +11,9 @@
 //! (`${AWS::StackName}`) or that the shell expands (`$X`, `$(...)`) is not judged, except
 //! the pseudo parameters that are this stack's own.
 
-use super::Located;
+use super::lines::Lines;
 use super::shell::{self, Call, Word};
+use super::{Located, MAX_PER_PLACE};
 use crate::optparse::{Outcome, Parsed, Parser};
 use cfn_configsets::checks::{Finding, Severity, Target};
 use cfn_hooks::ini::Ini;
@@ -20,7 +21,7 @@ use cfn_hooks::path::{HookPath, Target as HookTarget};
 use cfn_template::Template;
 use cfn_template::user_data::{self, Text, escape};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 const INIT: &str = "AWS::CloudFormation::Init";
 
@@ -33,7 +34,14 @@ fn is_hup_file(path: &str) -> bool {
 /// and the configSets they name), for `--format json`; an error when flattening the texts
 /// takes the template over its work bound.
 pub fn check(template: &Template, source: &str) -> Result<(Vec<Located>, Value), cfn_template::Error> {
-    let mut checker = Checker { template, source, findings: Vec::new(), found: Vec::new() };
+    let mut checker = Checker {
+        template,
+        lines: Lines::new(source),
+        findings: Vec::new(),
+        found: Vec::new(),
+        per_place: HashMap::new(),
+        candidates: HashMap::new(),
+    };
     let mut reader = user_data::Reader::new(template, source);
     for script in reader.scripts()? {
         let calls = shell::calls(&script.script.text);
@@ -61,6 +69,8 @@ pub fn check(template: &Template, source: &str) -> Result<(Vec<Located>, Value),
 /// absent.
 pub fn configsets_named(found: &Value) -> BTreeMap<String, Vec<String>> {
     let mut named: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Each name once, in the order first named (a set to tell, as a call may name thousands).
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
     for call in found.as_array().into_iter().flatten() {
         let (Some(resource), Some(sets)) = (call["resource"].as_str(), call["configsets"].as_array()) else { continue };
         if unknown(resource) {
@@ -68,7 +78,7 @@ pub fn configsets_named(found: &Value) -> BTreeMap<String, Vec<String>> {
         }
         let list = named.entry(resource.to_string()).or_default();
         for set in sets.iter().filter_map(Value::as_str) {
-            if !list.iter().any(|s| s == set) {
+            if seen.insert((resource, set)) {
                 list.push(set.to_string());
             }
         }
@@ -125,9 +135,40 @@ fn plausible_region(region: &str) -> bool {
 
 struct Checker<'a> {
     template: &'a Template,
-    source: &'a str,
+    /// The template's text by line.
+    lines: Lines<'a>,
     findings: Vec<Located>,
     found: Vec<Value>,
+    /// How many findings of each code each template line has, and the rightmost column
+    /// of those placed: past [`MAX_PER_PLACE`] they are only counted when shown, so their
+    /// column is not searched for (a search per finding along one long line was
+    /// quadratic); they take that column, which sorts them after the ones shown.
+    per_place: HashMap<(usize, &'static str), (usize, usize)>,
+    /// The resources of each kind, listed once for the help of every finding naming them.
+    candidates: HashMap<Candidates, String>,
+}
+
+/// The resources a help line suggests instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Candidates {
+    WithInit,
+    WithCreationPolicy,
+}
+
+/// The most names a help line lists: a template may define thousands, and each finding
+/// repeating them all made the output grow with findings times names.
+const MAX_LISTED: usize = 10;
+
+/// `a, b, c`, or the first [`MAX_LISTED`] and how many more; `none` for no name.
+fn listed<'n>(names: impl IntoIterator<Item = &'n str>) -> String {
+    let mut names = names.into_iter();
+    let shown: Vec<&str> = names.by_ref().take(MAX_LISTED).collect();
+    let more = names.count();
+    match (shown.is_empty(), more) {
+        (true, _) => "none".to_string(),
+        (false, 0) => shown.join(", "),
+        (false, more) => format!("{}, … and {more} more", shown.join(", ")),
+    }
 }
 
 /// Where a finding about a script is: the text, the byte offset of the word it is about,
@@ -144,33 +185,53 @@ impl Checker<'_> {
         self.template.value().get("Resources")?.get(name)?.as_object()
     }
 
-    fn resource_names(&self, filter: impl Fn(&Map<String, Value>) -> bool) -> String {
-        let names: Vec<&str> = self
-            .template
-            .value()
-            .get("Resources")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter(|(_, r)| r.as_object().is_some_and(&filter))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+    /// The resources of a kind, as a help line lists them (worked out once per kind).
+    fn resource_names(&mut self, kind: Candidates) -> String {
+        let template = self.template;
+        self.candidates
+            .entry(kind)
+            .or_insert_with(|| {
+                let resources = template.value().get("Resources").and_then(Value::as_object);
+                listed(
+                    resources
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, r)| {
+                            r.as_object().is_some_and(|r| match kind {
+                                Candidates::WithInit => r.get("Metadata").and_then(|m| m.get(INIT)).is_some(),
+                                Candidates::WithCreationPolicy => r.contains_key("CreationPolicy"),
+                            })
+                        })
+                        .map(|(n, _)| n.as_str()),
+                )
+            })
+            .clone()
     }
 
     fn push(&mut self, severity: Severity, code: &'static str, place: &Place, message: String, help: Option<String>) {
-        // A quoted word starts at its quote, which may be in the piece before its text.
+        // A quoted word starts at its quote, which may be in the piece before its text:
+        // looked for a little way on only, not along the whole rest of the text.
         let after = place.text.text.get(place.offset..).unwrap_or("");
-        let skip = after.find(place.needle).filter(|n| !place.needle.is_empty() && *n < 4096).unwrap_or(0);
+        let mut near = (4096 + place.needle.len()).min(after.len());
+        while !after.is_char_boundary(near) {
+            near -= 1;
+        }
+        let skip = after[..near].find(place.needle).filter(|n| !place.needle.is_empty() && *n < 4096).unwrap_or(0);
         let offset = place.offset + skip;
         let line = place.text.line_of(offset);
         let position = line.map(|line| {
-            let source_line = self.source.lines().nth(line - 1).unwrap_or("");
+            let (count, rightmost) = self.per_place.entry((line, code)).or_insert((0, 0));
+            *count += 1;
+            if *count > MAX_PER_PLACE {
+                return (line, *rightmost);
+            }
+            let source_line = self.lines.line(line);
             // Under the word when the template line shows it, else under the line's text.
             let column = match source_line.find(place.needle).filter(|_| !place.needle.is_empty()) {
                 Some(byte) => source_line[..byte].chars().count() + 1,
                 None => source_line.chars().take_while(|c| c.is_whitespace()).count() + 1,
             };
+            *rightmost = column.max(*rightmost);
             (line, column)
         });
         let finding =
@@ -266,7 +327,7 @@ impl Checker<'_> {
         if self.resource(name).is_some() {
             return true;
         }
-        let candidates = self.resource_names(|r| r.get("Metadata").and_then(|m| m.get(INIT)).is_some());
+        let candidates = self.resource_names(Candidates::WithInit);
         self.push(
             Severity::Error,
             "E060",
@@ -298,7 +359,7 @@ impl Checker<'_> {
             return;
         }
         let Some(init) = self.resource(&resource).and_then(|r| r.get("Metadata")?.get(INIT)).cloned() else {
-            let candidates = self.resource_names(|r| r.get("Metadata").and_then(|m| m.get(INIT)).is_some());
+            let candidates = self.resource_names(Candidates::WithInit);
             self.push(
                 Severity::Error,
                 "E061",
@@ -316,8 +377,10 @@ impl Checker<'_> {
             Some(_) => None,
         };
         let Some(defined) = defined else { return };
+        let (known, help): (HashSet<&str>, String) =
+            (defined.iter().map(String::as_str).collect(), listed(defined.iter().map(String::as_str)));
         for name in requested.iter().filter(|n| !unknown(n)) {
-            if defined.contains(name) {
+            if known.contains(name.as_str()) {
                 continue;
             }
             let (offset, needle) = match given {
@@ -330,7 +393,7 @@ impl Checker<'_> {
                 "E062",
                 &Place { text, offset, needle, pointer },
                 format!("cfn-init {how} {name}: the {INIT} of {resource} has no configSet named {name}"),
-                Some(format!("its configSets: {}", defined.join(", "))),
+                Some(format!("its configSets: {help}")),
             );
         }
     }
@@ -350,7 +413,7 @@ impl Checker<'_> {
                     || r.get("UpdatePolicy").is_some_and(|p| p.to_string().contains("WaitOnResourceSignals"))
             });
             if !waits {
-                let candidates = self.resource_names(|r| r.contains_key("CreationPolicy"));
+                let candidates = self.resource_names(Candidates::WithCreationPolicy);
                 self.push(
                     Severity::Error,
                     "E064",
@@ -476,7 +539,7 @@ impl Checker<'_> {
             let Some(next) = next else {
                 let at =
                     if walked.is_empty() { "Metadata".to_string() } else { format!("Metadata.{}", walked.join(".")) };
-                let keys: Vec<&str> = value.as_object().into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+                let keys = value.as_object().filter(|m| !m.is_empty()).map(|m| listed(m.keys().map(String::as_str)));
                 self.push(
                     Severity::Error,
                     "E067",
@@ -485,7 +548,7 @@ impl Checker<'_> {
                         "the hook's path {path}: {}.{at} has no key {key}, so the hook never fires",
                         hook.logical_id
                     ),
-                    (!keys.is_empty()).then(|| format!("its keys: {}", keys.join(", "))),
+                    keys.map(|k| format!("its keys: {k}")),
                 );
                 return;
             };

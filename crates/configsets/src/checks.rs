@@ -42,7 +42,7 @@ impl Requested {
 }
 
 /// A check that did not run because the value it needs is not known.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Skipped {
     pub code: &'static str,
     pub pointer: String,
@@ -62,7 +62,7 @@ pub struct Checked {
 /// holding an unknown is skipped: another value might not have it.
 const NEEDS_VALUES: [&str; 5] = ["E010", "E012", "E020", "E021", "E051"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     Error,
     Warning,
@@ -78,13 +78,13 @@ impl Severity {
 }
 
 /// What a finding points at: the key that names a value, or the value itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
     Key,
     Value,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Finding {
     pub severity: Severity,
     pub code: &'static str,

@@ -29,6 +29,9 @@ pub const MAX_TEXT: usize = 1 << 20;
 pub struct Text {
     pub text: String,
     pieces: Vec<Piece>,
+    /// The byte offset of each newline of `text`, so that a line is found by a binary
+    /// search, not by counting (one count per finding made validate quadratic).
+    newlines: Vec<usize>,
     /// Cut at [`MAX_TEXT`].
     pub truncated: bool,
 }
@@ -48,8 +51,9 @@ impl Text {
         let index = self.pieces.partition_point(|p| p.start <= offset).checked_sub(1)?;
         let piece = self.pieces[index];
         let end = offset.min(self.text.len());
+        let newlines_before = |at: usize| self.newlines.partition_point(|&n| n < at);
         Some(match piece.block {
-            true => piece.line + self.text.get(piece.start..end).map_or(0, |s| s.matches('\n').count()),
+            true => piece.line + newlines_before(end).saturating_sub(newlines_before(piece.start)),
             false => piece.line,
         })
     }
@@ -73,6 +77,8 @@ impl Text {
         if let Some(line) = line {
             self.pieces.push(Piece { start: self.text.len(), line, block });
         }
+        let start = self.text.len();
+        self.newlines.extend(text.match_indices('\n').map(|(at, _)| start + at));
         self.text.push_str(text);
     }
 }
