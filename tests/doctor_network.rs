@@ -198,7 +198,14 @@ fn a_date_ten_minutes_off_fails_the_clock() {
         &["chrony"],
     );
     let found = check(&report, "clock.offset")["found"].as_str().unwrap();
-    assert!(found.contains("10 min 0 s") || found.contains("9 min 59 s"), "{found}");
+    // The measure is as precise as a Date header's second and half the round trip
+    // (doctor/clock.rs): on a loaded machine that is more than a second.
+    let said = found.split(" behind").next().and_then(|s| s.strip_prefix("this host's clock is "));
+    let seconds = said.and_then(|s| {
+        let (minutes, seconds) = s.strip_suffix(" s")?.split_once(" min ")?;
+        Some(minutes.parse::<i64>().ok()? * 60 + seconds.parse::<i64>().ok()?)
+    });
+    assert!(seconds.is_some_and(|s| (590..=610).contains(&s)), "{found}");
     assert_check(&report, "network.cloudformation", "ok", &[], &[]);
 }
 

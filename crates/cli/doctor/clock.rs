@@ -29,7 +29,16 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
         let shown: String = date.chars().filter(|c| !c.is_control()).take(64).collect();
         return vec![Check::skipped(id, format!("not checked: CloudFormation's Date header is not a date: {shown}"))];
     };
-    vec![judge(id, offset_seconds(service, reached.local_time))]
+    vec![judge(id, offset_seconds(service, reached.local_time), precision_seconds(reached.round_trip))]
+}
+
+/// How far off the measured offset may be, in whole seconds: the `Date` header's
+/// second was cut (half a second either way from its middle), and the service wrote it
+/// somewhere in the round trip, whose middle is taken (half the round trip either way).
+/// A host whose offset is within it agrees as far as one answer can tell; saying "1 s
+/// behind" of it would claim a precision the measure does not have.
+fn precision_seconds(round_trip: std::time::Duration) -> u64 {
+    (500 + round_trip.as_millis() as u64 / 2).div_ceil(1000)
 }
 
 /// An HTTP `Date` (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, an RFC 2822 form).
@@ -45,10 +54,15 @@ fn offset_seconds(service: DateTime<Utc>, local: SystemTime) -> i64 {
     (service - local).num_milliseconds().saturating_add(500 + 500).div_euclid(1000)
 }
 
-fn judge(id: &str, offset: i64) -> Check {
+fn judge(id: &str, offset: i64, precision: u64) -> Check {
     let size = offset.unsigned_abs();
     let words = match size {
-        0 => return Check::ok(id, "this host's clock agrees with CloudFormation's (Date header)"),
+        _ if size <= precision => {
+            return Check::ok(
+                id,
+                format!("this host's clock agrees with CloudFormation's (Date header), to within {precision} s"),
+            );
+        }
         _ if size < 60 => format!("{size} s"),
         _ => format!("{} min {} s", size / 60, size % 60),
     };
@@ -84,18 +98,31 @@ mod tests {
 
     #[test]
     fn verdicts_by_offset() {
-        assert_eq!(judge("c", 0).verdict, Verdict::Ok);
-        assert_eq!(judge("c", 59).verdict, Verdict::Ok);
-        assert_eq!(judge("c", -60).verdict, Verdict::Warning);
-        assert_eq!(judge("c", 300).verdict, Verdict::Warning);
-        assert_eq!(judge("c", 301).verdict, Verdict::Failed);
-        let check = judge("c", 600);
+        assert_eq!(judge("c", 0, 1).verdict, Verdict::Ok);
+        assert_eq!(judge("c", 59, 1).verdict, Verdict::Ok);
+        assert_eq!(judge("c", -60, 1).verdict, Verdict::Warning);
+        assert_eq!(judge("c", 300, 1).verdict, Verdict::Warning);
+        assert_eq!(judge("c", 301, 1).verdict, Verdict::Failed);
+        let check = judge("c", 600, 1);
         assert_eq!(
             check.found,
             "this host's clock is 10 min 0 s behind CloudFormation's (Date header): SigV4 rejects requests more than 5 minutes off"
         );
         assert!(check.fix.unwrap().contains("chrony"));
-        assert!(judge("c", -120).found.starts_with("this host's clock is 2 min 0 s ahead of"));
+        assert!(judge("c", -120, 1).found.starts_with("this host's clock is 2 min 0 s ahead of"));
+    }
+
+    /// Within the measure's precision the clocks agree; past it the offset is said.
+    #[test]
+    fn an_offset_within_the_precision_agrees() {
+        assert_eq!(precision_seconds(Duration::from_millis(3)), 1);
+        assert_eq!(precision_seconds(Duration::from_millis(1000)), 1);
+        assert_eq!(precision_seconds(Duration::from_millis(1002)), 2);
+        for offset in [-1, 0, 1] {
+            assert!(judge("c", offset, 1).found.contains("agrees with CloudFormation's (Date header), to within 1 s"));
+        }
+        assert!(judge("c", 2, 1).found.starts_with("this host's clock is 2 s behind"));
+        assert!(judge("c", 2, 2).found.contains("agrees"));
     }
 
     proptest! {

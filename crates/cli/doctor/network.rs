@@ -10,7 +10,7 @@ use super::setup::Setup;
 use super::{Check, Context};
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// CloudFormation's answer to the probe, kept for the clock section.
 #[derive(Debug, Clone)]
@@ -18,6 +18,8 @@ pub struct Reached {
     pub answer: Answer,
     /// This host's clock halfway between sending the request and reading the answer.
     pub local_time: SystemTime,
+    /// How long the answer took: the service wrote its `Date` somewhere in that time.
+    pub round_trip: Duration,
 }
 
 /// The CloudFormation probe's outcome (its `Err` says why there is no answer).
@@ -233,7 +235,7 @@ fn reach(ctx: &Context, target: &Target, route: &Route, steps: &mut Vec<String>)
         .map_err(fail(&fix))?;
     let took = sent.elapsed();
     steps.push(format!("answered HTTP {} in {} ms", answer.status, took.as_millis()));
-    Ok(Reached { answer, local_time: sent_at + took / 2 })
+    Ok(Reached { answer, local_time: sent_at + took / 2, round_trip: took })
 }
 
 fn named_proxy(failure: Failure, proxy: &Proxy, origin: &str) -> Failure {
