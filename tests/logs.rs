@@ -317,3 +317,74 @@ fn reading_a_stack_logs_and_leaves_what_the_reference_does() {
         )
     );
 }
+
+// The checker of every reference line (tests/common/reference_lines.rs), shown to fail.
+use common::reference_lines::{Instead::*, NotKept, check};
+
+fn owned_lines(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.to_string()).collect()
+}
+
+const TABLE: &[NotKept] = &[
+    NotKept { scenario: "", messages: &["Refreshing"], instead: Dropped, why: "test" },
+    NotKept { scenario: "only/this", messages: &["Moved line"], instead: Moved, why: "test" },
+];
+
+#[test]
+fn reference_line_checker_the_same_lines_with_additions_and_reasons_pass() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] extra", "{TIME} [DEBUG] b: why", "{TIME} [INFO] c"]);
+    let result = check("x", &ours, &theirs, TABLE);
+    assert!(result.failures.is_empty(), "{:?}", result.failures);
+}
+
+#[test]
+fn reference_line_checker_a_missing_line_fails() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 missing: {TIME} [DEBUG] b"]);
+    // A text that only starts like the reference's is not it.
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] bb", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 missing: {TIME} [DEBUG] b"]);
+}
+
+#[test]
+fn reference_line_checker_swapped_lines_fail() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [DEBUG] b", "{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 out of order: {TIME} [DEBUG] b"]);
+}
+
+#[test]
+fn reference_line_checker_the_table_excuses_only_what_it_names() {
+    let theirs =
+        owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] Refreshing x", "{TIME} [INFO] Moved line", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] Moved line", "{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    let result = check("only/this", &ours, &theirs, TABLE);
+    assert!(result.failures.is_empty(), "{:?}", result.failures);
+    assert_eq!(result.excused.len(), 2);
+    // Another scenario: the moved line is not excused.
+    assert_eq!(
+        check("other", &ours, &theirs, TABLE).failures,
+        ["reference line 3 out of order: {TIME} [INFO] Moved line"]
+    );
+    // A moved line must still be written.
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(
+        check("only/this", &ours, &theirs, TABLE).failures,
+        ["reference line 3 missing: {TIME} [INFO] Moved line"]
+    );
+}
+
+#[test]
+fn reference_line_checker_tracebacks_are_skipped() {
+    let theirs = owned_lines(&[
+        "{TIME} [ERROR] e",
+        "Traceback (most recent call last):",
+        "  File \"x\", line 1, in f",
+        "KeyError: 'k'",
+        "{TIME} [INFO] c",
+    ]);
+    let ours = owned_lines(&["{TIME} [ERROR] e", "{TIME} [INFO] c"]);
+    assert!(check("x", &ours, &theirs, TABLE).failures.is_empty());
+}
