@@ -1777,6 +1777,11 @@ fn a_pass_logs_what_the_reference_logs_except_where_falsy_values_are_fixed() {
         if ours == reference {
             identical += 1;
         }
+        reference_lines::assert_keeps_reference_lines(
+            &format!("cfn-hup/reference-pass/pass{pass}.cfn-hup.log"),
+            &ours,
+            &reference,
+        );
         // What BUG-FALSY changes, line for line.
         let mut expected = reference.clone();
         let at = |lines: &[String], line: &str| lines.iter().position(|l| l == line).unwrap();

@@ -374,6 +374,22 @@ pub const NOT_KEPT: &[NotKept] = &[
         instead: Dropped,
         why: "numbers in env are passed as text instead of crashing",
     },
+    // cfn-hup (tests/golden/cfn-hup/reference-pass, replayed by tests/hup.rs): BUG-FALSY.
+    NotKept {
+        scenario: "cfn-hup/reference-pass/pass1.cfn-hup.log",
+        messages: &[
+            "No change in path Resources.Instance.Metadata.f for hook falsy",
+            "No change in path Resources.Instance.Metadata.n for hook zero",
+        ],
+        instead: Dropped,
+        why: "a path whose value is false, 0 or empty is data: its hook runs on the first pass (BUG-FALSY)",
+    },
+    NotKept {
+        scenario: "cfn-hup/reference-pass/pass3.cfn-hup.log",
+        messages: &["Previous state not found; action for falsy", "Previous state not found; action for zero"],
+        instead: Dropped,
+        why: "a path whose value is false, 0 or empty is data, so there is a previous state (BUG-FALSY)",
+    },
 ];
 
 /// The message of a log line: the text after its `[LEVEL] ` (after time and pid).
