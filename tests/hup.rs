@@ -1147,6 +1147,14 @@ fn daemon_pid_file_second_instance_sighup_reload_and_sigterm() {
     assert_eq!(std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap(), PathBuf::from("/dev/null"));
     wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
     assert_eq!(hup.marks(), ["first CFN_NEW_METADATA=v"]);
+    // The umask line comes after the client's and the state directory's, as in the
+    // reference (SPEC §14.6, issue 33).
+    let lines = log_lines_without_time(&hup.log());
+    let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+    let umask_at = at("[INFO] Setting umask value to: 027").unwrap_or_else(|| panic!("{lines:#?}"));
+    let client_at = at("[DEBUG] CloudFormation client initialized with endpoint ");
+    assert!(client_at.is_some_and(|c| c < umask_at), "{lines:#?}");
+    assert!(at("[DEBUG] Creating ").is_none_or(|c| c < umask_at), "{lines:#?}");
 
     // A second instance is refused, in daemon and in foreground mode.
     let message = format!("Error: cfn-hup is already running (pid {pid}, pid file {})\n", hup.pid_path().display());
