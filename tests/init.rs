@@ -1208,3 +1208,26 @@ fn the_state_directory_is_made_private_at_start_even_when_the_run_fails() {
         assert!(!state.join("data").exists(), "{what}: data/ is made only with metadata to store");
     }
 }
+
+/// AWS::CloudFormation::Authentication's warnings come after the build's first two lines,
+/// where the reference logs them (SPEC §10.10, §8.3; issue 33).
+#[test]
+fn authentication_warnings_follow_the_reboot_trigger_line() {
+    let host = Host::new();
+    let metadata = json!({
+        "AWS::CloudFormation::Init": {"config": trace_command(&host, "config")},
+        "AWS::CloudFormation::Authentication": {"k": {"type": "kerberos"}, "s": {"type": "S3"}}
+    });
+    host.init(&metadata, &[]).code(0);
+    let log = messages(&host.log());
+    assert_eq!(
+        log[..4],
+        [
+            "[INFO] -----------------------Starting build-----------------------",
+            "[DEBUG] Not setting a reboot trigger as scheduling support is not available",
+            "[WARNING] Unrecognized authentication type: kerberos",
+            r#"[WARNING] S3 auth requires either "accessKeyId" and "secretKey" or "roleName""#,
+        ],
+        "{log:#?}"
+    );
+}
