@@ -390,6 +390,33 @@ pub const NOT_KEPT: &[NotKept] = &[
         instead: Dropped,
         why: "a path whose value is false, 0 or empty is data, so there is a previous state (BUG-FALSY)",
     },
+    // Command hooks (tests/golden/cmd-hooks, replayed by tests/cmd_hooks_reference.rs).
+    NotKept {
+        scenario: "",
+        messages: &["Action environment: {"],
+        instead: Dropped,
+        why: "the line shows only the command's variables, with RESULT_SECRET_KEY and RESULT_SESSION_TOKEN \
+              masked; the reference logs its whole environment with both in clear (WEAK-secrets)",
+    },
+    NotKept {
+        scenario: "cmd-hooks/success/cfn-hup.log",
+        messages: &["Processing message: ", "Command message: "],
+        instead: Dropped,
+        why: "written with the presigned EventHandle's signature redacted (LOG-08)",
+    },
+    NotKept {
+        scenario: "cmd-hooks/action-sends-event/cfn-hup.log",
+        messages: &["Processing message: ", "Command message: "],
+        instead: Dropped,
+        why: "written with the presigned EventHandle's signature redacted (LOG-08)",
+    },
+    NotKept {
+        scenario: "cmd-hooks/invalid-message/cfn-hup.log",
+        messages: &["Invalid message, deleting: Message[MessageId:"],
+        instead: Dropped,
+        why: "written without the MD5 and the SQS attributes (a Python 2 dict repr); the reason is on the \
+              ERROR line before it instead of a traceback",
+    },
 ];
 
 /// The message of a log line: the text after its `[LEVEL] ` (after time and pid).

@@ -34,6 +34,9 @@ pub struct Command {
     pub result_queue: String,
     pub data: Option<String>,
     pub event_handle: Option<String>,
+    /// The command document as the reference's log shows it: Python 2's `repr()` of
+    /// its `json.loads` (cfn_python::py2), URLs not yet redacted.
+    pub repr: String,
 }
 
 impl Command {
@@ -64,6 +67,7 @@ impl Command {
             result_queue: required("ResultQueue")?,
             data: text("Data"),
             event_handle: text("EventHandle"),
+            repr: cfn_python::py2::repr(&Value::Object(command.clone())),
         })
     }
 
