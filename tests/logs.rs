@@ -391,3 +391,47 @@ fn reference_line_checker_tracebacks_are_skipped() {
     let ours = owned_lines(&["{TIME} [ERROR] e", "{TIME} [INFO] c"]);
     assert!(check("x", &ours, &theirs, TABLE).failures.is_empty());
 }
+
+/// The reference's log with times dropped (tracebacks are skipped by the checker).
+fn without_times(log: &str) -> Vec<String> {
+    log.lines()
+        .map(|l| if l.len() > 24 && l.as_bytes()[23] == b' ' { l[24..].to_string() } else { l.to_string() })
+        .collect()
+}
+
+/// No credentials off EC2 (IMDS unreachable): the reference's lines stay, each with the
+/// reason after it (SPEC §6; issue 33). The recorded runs (tests/golden/reference-1.4-31)
+/// met an IMDS that refused; one that does not answer at all is tried once here, where
+/// the reference tried ten times (SPEC §6: no multi-minute stall), so each attempt's
+/// `ConnectionError` line comes once, and `Exception retrieving InstanceId` after it.
+#[test]
+fn without_credentials_off_ec2_the_reference_lines_are_kept_with_reasons() {
+    let sandbox = Sandbox::new();
+    sandbox.cmd("cfn-get-metadata").args(["-s", "s", "-r", "r", "-u", "http://127.0.0.1:9"]).run().code(1);
+    let ours = without_times(&sandbox.log("cfn-init.log"));
+    let theirs = without_times(&read(&golden_dir().join("cfn-get-metadata/no-credentials-not-ec2.cfn-init.log")));
+    reference_lines::assert_keeps_reference_lines(
+        "reference-1.4-31/cfn-get-metadata/no-credentials-not-ec2",
+        &ours,
+        &theirs,
+    );
+    assert!(
+        ours.iter()
+            .any(|l| l
+                .starts_with("[ERROR] ConnectionError: IMDS GET /latest/meta-data/instance-id failed (attempt 1): ")),
+        "{ours:#?}"
+    );
+
+    let conf = sandbox.path("hup-nocreds");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("cfn-hup.conf"), "[main]\nstack=s\nurl=http://127.0.0.1:9\n").unwrap();
+    std::fs::write(
+        conf.join("hooks.conf"),
+        "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\naction=echo changed\n",
+    )
+    .unwrap();
+    sandbox.cmd("cfn-hup").arg("-c").arg(&conf).arg("--no-daemon").run().code(1);
+    let ours = without_times(&sandbox.log("cfn-hup.log"));
+    let theirs = without_times(&read(&golden_dir().join("cfn-hup/config-nocreds.cfn-hup.log")));
+    reference_lines::assert_keeps_reference_lines("reference-1.4-31/cfn-hup/config-nocreds", &ours, &theirs);
+}

@@ -135,7 +135,6 @@ pub const NOT_KEPT: &[NotKept] = &[
     NotKept {
         scenario: "cfn-init/f-source-closed-port/cfn-init.log",
         messages: &[
-            "ConnectionError",
             "Error encountered during build of config: Failed to retrieve http://127.0.0.1:9/x: ('Connection aborted.', error(111, 'Connection refused'))",
             "Unhandled exception during build: Failed to retrieve http://127.0.0.1:9/x: ('Connection aborted.', error(111, 'Connection refused'))",
         ],
@@ -431,17 +430,24 @@ fn message(line: &str) -> &str {
     line
 }
 
-/// The lines without Python tracebacks (`Traceback (most recent call last):`, the
-/// indented frames, and the exception line that ends it).
+/// The lines without Python tracebacks: `Traceback (most recent call last):`, the
+/// indented frames, and the exception that ends it with the lines of its message (up
+/// to the next log record).
 fn without_tracebacks(lines: &[String]) -> Vec<&str> {
     let mut out = Vec::new();
     let mut in_traceback = false;
+    let mut in_exception = false;
     for line in lines {
+        let record = message(line).len() < line.len();
         if line.starts_with("Traceback (most recent call last):") {
             in_traceback = true;
         } else if in_traceback {
             in_traceback = line.starts_with("  ");
+            in_exception = !in_traceback;
+        } else if in_exception && !record {
+            // The exception's message goes on.
         } else {
+            in_exception = false;
             out.push(line.as_str());
         }
     }
