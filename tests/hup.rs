@@ -1814,4 +1814,6 @@ fn a_pass_logs_what_the_reference_logs_except_where_falsy_values_are_fixed() {
     println!(
         "cfn-hup.log byte-identical to the reference's: {identical} of 4 passes (1 and 3 differ by BUG-FALSY only)"
     );
+    let unused = reference_lines::unused(|scenario| scenario.starts_with("cfn-hup/reference-pass/"));
+    assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line any more:\n{unused:?}");
 }

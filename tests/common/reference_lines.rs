@@ -27,13 +27,15 @@ pub struct NotKept {
     /// `""` for every scenario.
     pub scenario: &'static str,
     /// The lines' messages (the text after `[LEVEL] `; the whole line for continuation
-    /// lines): each is the start of the message, or, when empty, an empty message.
+    /// lines): each is the message, or the start of one (not when empty).
     pub messages: &'static [&'static str],
     pub instead: Instead,
     pub why: &'static str,
 }
 
 use Instead::*;
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Reference lines not kept, with why (the reasons docs/compatibility.md gives).
@@ -460,11 +462,11 @@ fn keeps(ours: &str, theirs: &str) -> bool {
 }
 
 /// What the check found: each reference line missing or out of order, and the
-/// [`NOT_KEPT`] entries that were needed.
+/// table's entries that were needed, as (entry, message) indices.
 #[derive(Debug, Default)]
 pub struct Check {
     pub failures: Vec<String>,
-    pub excused: Vec<&'static NotKept>,
+    pub excused: Vec<(usize, usize)>,
 }
 
 /// Checks that `ours` holds every line of `theirs` in order (see the module's doc),
@@ -478,16 +480,20 @@ pub fn check(scenario: &str, ours: &[String], theirs: &[String], table: &'static
             at += found + 1;
             continue;
         }
-        let entry = table.iter().find(|e| {
-            (e.scenario.is_empty() || e.scenario == scenario)
-                && e.messages
-                    .iter()
-                    .any(|m| if m.is_empty() { message(line).is_empty() } else { message(line).starts_with(m) })
+        // The message itself if the entry lists it, else one it starts with.
+        let text = message(line);
+        let names = |messages: &[&str]| {
+            let starts = |m: &&str| !m.is_empty() && text.starts_with(m);
+            messages.iter().position(|m| *m == text).or_else(|| messages.iter().position(starts))
+        };
+        let entry = table.iter().enumerate().find_map(|(i, e)| {
+            let applies = e.scenario.is_empty() || e.scenario == scenario;
+            applies.then(|| names(e.messages).map(|m| (i, m))).flatten()
         });
         match entry {
-            Some(e) if e.instead == Dropped || ours_all.iter().any(|o| keeps(o, line)) => {
-                if !result.excused.iter().any(|x| std::ptr::eq(*x, e)) {
-                    result.excused.push(e);
+            Some((i, m)) if table[i].instead == Dropped || ours_all.iter().any(|o| keeps(o, line)) => {
+                if !result.excused.contains(&(i, m)) {
+                    result.excused.push((i, m));
                 }
             }
             _ => {
@@ -502,6 +508,8 @@ pub fn check(scenario: &str, ours: &[String], theirs: &[String], table: &'static
 /// How many log files [`failures`] checked, and how many of them needed [`NOT_KEPT`].
 static CHECKED: AtomicUsize = AtomicUsize::new(0);
 static EXCUSED: AtomicUsize = AtomicUsize::new(0);
+/// The (entry, message) pairs of [`NOT_KEPT`] that excused a line.
+static USED: Mutex<BTreeSet<(usize, usize)>> = Mutex::new(BTreeSet::new());
 
 /// Each line of the reference's log `theirs` missing from ours or out of order that
 /// [`NOT_KEPT`] does not name (empty: every line kept).
@@ -511,6 +519,7 @@ pub fn failures(scenario: &str, ours: &[String], theirs: &[String]) -> Vec<Strin
     if !result.excused.is_empty() {
         EXCUSED.fetch_add(1, Ordering::Relaxed);
     }
+    USED.lock().unwrap_or_else(|e| e.into_inner()).extend(result.excused);
     result.failures.iter().map(|f| format!("{scenario}: {f}")).collect()
 }
 
@@ -532,6 +541,22 @@ pub fn assert_keeps_reference_lines(scenario: &str, ours: &[String], theirs: &[S
 pub fn tally() -> String {
     let (checked, excused) = (CHECKED.load(Ordering::Relaxed), EXCUSED.load(Ordering::Relaxed));
     format!("reference log files checked line by line: {checked}, of which {excused} with a NOT_KEPT entry")
+}
+
+/// The [`NOT_KEPT`] messages of the scenarios `mine` selects that excused no line: a
+/// test that has checked all its scenarios asserts there are none, so that the table
+/// stays true.
+pub fn unused(mine: impl Fn(&str) -> bool) -> Vec<String> {
+    let used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::new();
+    for (i, entry) in NOT_KEPT.iter().enumerate().filter(|(_, e)| mine(e.scenario)) {
+        for (m, text) in entry.messages.iter().enumerate() {
+            if !used.contains(&(i, m)) {
+                out.push(format!("{:?}: {text:?}", entry.scenario));
+            }
+        }
+    }
+    out
 }
 
 /// The lines of `log` (a log file's text, already normalised).
