@@ -1115,6 +1115,17 @@ fn configuration_errors_are_logged_and_printed_with_exit_1() {
         let lines = log_lines_without_time(&read(&log));
         assert_eq!(lines.last(), Some(&expected), "{run}");
         assert!(!sandbox.path("run/cfn-hup.pid").exists());
+        // The recorded situations: every line of the reference's log (issue 33).
+        for case in ["config-nonexistent-no-daemon", "config-no-stack"] {
+            if expected == golden_line(case) {
+                let theirs = log_lines_without_time(&read(&golden_dir().join(format!("cfn-hup/{case}.cfn-hup.log"))));
+                reference_lines::assert_keeps_reference_lines(
+                    &format!("reference-1.4-31/cfn-hup/{case}"),
+                    &lines,
+                    &theirs,
+                );
+            }
+        }
     }
 }
 
