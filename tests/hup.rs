@@ -1217,6 +1217,17 @@ fn configuration_errors_are_logged_and_printed_with_exit_1() {
         let lines = log_lines_without_time(&read(&log));
         assert_eq!(lines.last(), Some(&expected), "{run}");
         assert!(!sandbox.path("run/cfn-hup.pid").exists());
+        // The recorded situations: every line of the reference's log (issue 33).
+        for case in ["config-nonexistent-no-daemon", "config-no-stack"] {
+            if expected == golden_line(case) {
+                let theirs = log_lines_without_time(&read(&golden_dir().join(format!("cfn-hup/{case}.cfn-hup.log"))));
+                reference_lines::assert_keeps_reference_lines(
+                    &format!("reference-1.4-31/cfn-hup/{case}"),
+                    &lines,
+                    &theirs,
+                );
+            }
+        }
     }
 }
 
@@ -1249,6 +1260,14 @@ fn daemon_pid_file_second_instance_sighup_reload_and_sigterm() {
     assert_eq!(std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap(), PathBuf::from("/dev/null"));
     wait_until(Duration::from_secs(20), "the first pass", || hup.marks().len() == 1);
     assert_eq!(hup.marks(), ["first CFN_NEW_METADATA=v"]);
+    // The umask line comes after the client's and the state directory's, as in the
+    // reference (SPEC §14.6, issue 33).
+    let lines = log_lines_without_time(&hup.log());
+    let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+    let umask_at = at("[INFO] Setting umask value to: 027").unwrap_or_else(|| panic!("{lines:#?}"));
+    let client_at = at("[DEBUG] CloudFormation client initialized with endpoint ");
+    assert!(client_at.is_some_and(|c| c < umask_at), "{lines:#?}");
+    assert!(at("[DEBUG] Creating ").is_none_or(|c| c < umask_at), "{lines:#?}");
 
     // A second instance is refused, in daemon and in foreground mode.
     let message = format!("Error: cfn-hup is already running (pid {pid}, pid file {})\n", hup.pid_path().display());
@@ -1879,6 +1898,11 @@ fn a_pass_logs_what_the_reference_logs_except_where_falsy_values_are_fixed() {
         if ours == reference {
             identical += 1;
         }
+        reference_lines::assert_keeps_reference_lines(
+            &format!("cfn-hup/reference-pass/pass{pass}.cfn-hup.log"),
+            &ours,
+            &reference,
+        );
         // What BUG-FALSY changes, line for line.
         let mut expected = reference.clone();
         let at = |lines: &[String], line: &str| lines.iter().position(|l| l == line).unwrap();
@@ -1903,4 +1927,6 @@ fn a_pass_logs_what_the_reference_logs_except_where_falsy_values_are_fixed() {
     println!(
         "cfn-hup.log byte-identical to the reference's: {identical} of 4 passes (1 and 3 differ by BUG-FALSY only)"
     );
+    let unused = reference_lines::unused(|scenario| scenario.starts_with("cfn-hup/reference-pass/"));
+    assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line any more:\n{unused:?}");
 }

@@ -789,5 +789,8 @@ fn result_queue_urls_and_action_output_are_logged_redacted() {
         )),
         "{log}"
     );
+    // The reference's `Processing message: {…}` line: the URL redacted whole (issue 33).
+    let queue = format!("u'{}'", shown("127.0.0.1:1"));
+    assert!(log.lines().any(|l| l.contains("[DEBUG] Processing message: {") && l.contains(&queue)), "{log}");
     assert!(!log.contains(PASSWORD) && !log.contains(SIGNATURE), "{log}");
 }

@@ -1208,3 +1208,30 @@ fn the_state_directory_is_made_private_at_start_even_when_the_run_fails() {
         assert!(!state.join("data").exists(), "{what}: data/ is made only with metadata to store");
     }
 }
+
+/// AWS::CloudFormation::Authentication's warnings come after the build's first two lines,
+/// where the reference logs them (SPEC §10.10, §8.3; issue 33), in the order Python 2.7's
+/// dict gives the blocks (`alpha` before `zeta`, whatever the document's order).
+#[test]
+fn authentication_warnings_follow_the_reboot_trigger_line() {
+    let host = Host::new();
+    let text = format!(
+        r#"{{"AWS::CloudFormation::Init": {{"config": {}}},
+            "AWS::CloudFormation::Authentication": {{"zeta": {{"type": "kerberos"}}, "alpha": {{"type": "S3"}}}}}}"#,
+        trace_command(&host, "config")
+    );
+    let file = host.sandbox.path("auth-order.json");
+    std::fs::write(&file, text).unwrap();
+    host.sandbox.cmd("cfn-init").arg("-v").arg(&file).run().code(0);
+    let log = messages(&host.log());
+    assert_eq!(
+        log[..4],
+        [
+            "[INFO] -----------------------Starting build-----------------------",
+            "[DEBUG] Not setting a reboot trigger as scheduling support is not available",
+            r#"[WARNING] S3 auth requires either "accessKeyId" and "secretKey" or "roleName""#,
+            "[WARNING] Unrecognized authentication type: kerberos",
+        ],
+        "{log:#?}"
+    );
+}

@@ -258,7 +258,9 @@ fn reading_a_stack_logs_and_leaves_what_the_reference_does() {
         for log in ["cfn-init.log", "cfn-init-cmd.log"] {
             let recorded = workspace().join("tests/golden/reference-stack").join(format!("{case}.{log}"));
             if recorded.exists() {
-                assert_eq!(as_recorded(&sandbox.log(log)), as_recorded(&read(&recorded)), "{tool}: {log}");
+                let (ours, theirs) = (as_recorded(&sandbox.log(log)), as_recorded(&read(&recorded)));
+                reference_lines::assert_keeps_reference_lines(&format!("reference-stack/{case}.{log}"), &ours, &theirs);
+                assert_eq!(ours, theirs, "{tool}: {log}");
             }
         }
     }
@@ -307,6 +309,7 @@ fn reading_a_stack_logs_and_leaves_what_the_reference_does() {
         .map(|l| l.replace(&sandbox.path("lib").display().to_string(), "/var/lib"))
         .collect::<Vec<_>>();
     let reference = as_recorded(&reference_stack("hup-failing-pass.cfn-hup.log"));
+    reference_lines::assert_keeps_reference_lines("reference-stack/hup-failing-pass.cfn-hup.log", &ours, &reference);
     // The two lines before the pass are the reference's; the failure is one line instead
     // of a Python traceback (a deliberate difference).
     assert_eq!(ours[..2], reference[..2], "{ours:#?}");
@@ -316,4 +319,119 @@ fn reading_a_stack_logs_and_leaves_what_the_reference_does() {
             "[ERROR] Exception caught while running hook missing: ValidationError: Resource Missing does not exist for stack refstack"
         )
     );
+}
+
+// The checker of every reference line (tests/common/reference_lines.rs), shown to fail.
+use common::reference_lines::{Instead::*, NotKept, check};
+
+fn owned_lines(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|l| l.to_string()).collect()
+}
+
+const TABLE: &[NotKept] = &[
+    NotKept { scenario: "", messages: &["Refreshing"], instead: Dropped, why: "test" },
+    NotKept { scenario: "only/this", messages: &["Moved line"], instead: Moved, why: "test" },
+];
+
+#[test]
+fn reference_line_checker_the_same_lines_with_additions_and_reasons_pass() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] extra", "{TIME} [DEBUG] b: why", "{TIME} [INFO] c"]);
+    let result = check("x", &ours, &theirs, TABLE);
+    assert!(result.failures.is_empty(), "{:?}", result.failures);
+}
+
+#[test]
+fn reference_line_checker_a_missing_line_fails() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 missing: {TIME} [DEBUG] b"]);
+    // A text that only starts like the reference's is not it.
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] bb", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 missing: {TIME} [DEBUG] b"]);
+}
+
+#[test]
+fn reference_line_checker_swapped_lines_fail() {
+    let theirs = owned_lines(&["{TIME} [INFO] a", "{TIME} [DEBUG] b", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [DEBUG] b", "{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(check("x", &ours, &theirs, TABLE).failures, ["reference line 2 out of order: {TIME} [DEBUG] b"]);
+}
+
+#[test]
+fn reference_line_checker_the_table_excuses_only_what_it_names() {
+    let theirs =
+        owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] Refreshing x", "{TIME} [INFO] Moved line", "{TIME} [INFO] c"]);
+    let ours = owned_lines(&["{TIME} [INFO] Moved line", "{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    let result = check("only/this", &ours, &theirs, TABLE);
+    assert!(result.failures.is_empty(), "{:?}", result.failures);
+    assert_eq!(result.excused, [(0, 0), (1, 0)]);
+    // Another scenario: the moved line is not excused.
+    assert_eq!(
+        check("other", &ours, &theirs, TABLE).failures,
+        ["reference line 3 out of order: {TIME} [INFO] Moved line"]
+    );
+    // A moved line must still be written.
+    let ours = owned_lines(&["{TIME} [INFO] a", "{TIME} [INFO] c"]);
+    assert_eq!(
+        check("only/this", &ours, &theirs, TABLE).failures,
+        ["reference line 3 missing: {TIME} [INFO] Moved line"]
+    );
+}
+
+#[test]
+fn reference_line_checker_tracebacks_are_skipped() {
+    let theirs = owned_lines(&[
+        "{TIME} [ERROR] e",
+        "Traceback (most recent call last):",
+        "  File \"x\", line 1, in f",
+        "KeyError: 'k'",
+        "{TIME} [INFO] c",
+    ]);
+    let ours = owned_lines(&["{TIME} [ERROR] e", "{TIME} [INFO] c"]);
+    assert!(check("x", &ours, &theirs, TABLE).failures.is_empty());
+}
+
+/// The reference's log with times dropped (tracebacks are skipped by the checker).
+fn without_times(log: &str) -> Vec<String> {
+    log.lines()
+        .map(|l| if l.len() > 24 && l.as_bytes()[23] == b' ' { l[24..].to_string() } else { l.to_string() })
+        .collect()
+}
+
+/// No credentials off EC2 (IMDS unreachable): the reference's lines stay, each with the
+/// reason after it (SPEC §6; issue 33). The recorded runs (tests/golden/reference-1.4-31)
+/// met an IMDS that refused; one that does not answer at all is tried once here, where
+/// the reference tried ten times (SPEC §6: no multi-minute stall), so each attempt's
+/// `ConnectionError` line comes once, and `Exception retrieving InstanceId` after it.
+#[test]
+fn without_credentials_off_ec2_the_reference_lines_are_kept_with_reasons() {
+    let sandbox = Sandbox::new();
+    sandbox.cmd("cfn-get-metadata").args(["-s", "s", "-r", "r", "-u", "http://127.0.0.1:9"]).run().code(1);
+    let ours = without_times(&sandbox.log("cfn-init.log"));
+    let theirs = without_times(&read(&golden_dir().join("cfn-get-metadata/no-credentials-not-ec2.cfn-init.log")));
+    reference_lines::assert_keeps_reference_lines(
+        "reference-1.4-31/cfn-get-metadata/no-credentials-not-ec2",
+        &ours,
+        &theirs,
+    );
+    assert!(
+        ours.iter()
+            .any(|l| l
+                .starts_with("[ERROR] ConnectionError: IMDS GET /latest/meta-data/instance-id failed (attempt 1): ")),
+        "{ours:#?}"
+    );
+
+    let conf = sandbox.path("hup-nocreds");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("cfn-hup.conf"), "[main]\nstack=s\nurl=http://127.0.0.1:9\n").unwrap();
+    std::fs::write(
+        conf.join("hooks.conf"),
+        "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\naction=echo changed\n",
+    )
+    .unwrap();
+    sandbox.cmd("cfn-hup").arg("-c").arg(&conf).arg("--no-daemon").run().code(1);
+    let ours = without_times(&sandbox.log("cfn-hup.log"));
+    let theirs = without_times(&read(&golden_dir().join("cfn-hup/config-nocreds.cfn-hup.log")));
+    reference_lines::assert_keeps_reference_lines("reference-1.4-31/cfn-hup/config-nocreds", &ours, &theirs);
 }

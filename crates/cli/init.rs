@@ -297,21 +297,39 @@ fn mode_of(path: &Path) -> Option<u32> {
 }
 
 /// Downloads for `files` through the metadata crate, with the metadata's
-/// AWS::CloudFormation::Authentication applied.
-pub(crate) struct DownloadFetch(Downloader);
+/// AWS::CloudFormation::Authentication applied. The blocks are read when the build
+/// starts ([`Fetch::start`]), so that their warnings come where the reference logs them.
+pub(crate) struct DownloadFetch {
+    http: Arc<HttpClient>,
+    imds: Arc<Imds>,
+    endpoints: Endpoints,
+    authentication: Value,
+    downloader: std::sync::OnceLock<Downloader>,
+}
 
 impl DownloadFetch {
     pub(crate) fn new(api: &cfn_aws::ApiOptions, imds: Arc<Imds>, metadata: &Value) -> Result<DownloadFetch, ExitCode> {
         let http = Arc::new(HttpClient::new(api.proxies.clone(), concat!("cfn-bootstrap/", env!("CARGO_PKG_VERSION"))));
         let endpoints = Endpoints::load().map_err(report::failure)?;
-        let authentication = Authentication::parse(metadata.get(AUTH_KEY).unwrap_or(&Value::Null));
-        Ok(DownloadFetch(Downloader::new(http, imds, authentication, endpoints)))
+        let authentication = metadata.get(AUTH_KEY).cloned().unwrap_or(Value::Null);
+        Ok(DownloadFetch { http, imds, endpoints, authentication, downloader: std::sync::OnceLock::new() })
+    }
+
+    fn downloader(&self) -> &Downloader {
+        self.downloader.get_or_init(|| {
+            let authentication = Authentication::parse(&self.authentication);
+            Downloader::new(self.http.clone(), self.imds.clone(), authentication, self.endpoints.clone())
+        })
     }
 }
 
 impl Fetch for DownloadFetch {
+    fn start(&self) {
+        self.downloader();
+    }
+
     fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut std::fs::File) -> Result<Fetched, String> {
-        let info = self.0.download_to(url, authentication, dest).map_err(|e| e.to_string())?;
+        let info = self.downloader().download_to(url, authentication, dest).map_err(|e| e.to_string())?;
         Ok(Fetched { with_credentials: info.authenticated })
     }
 }

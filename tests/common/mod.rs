@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod debian_root;
+pub mod reference_lines;
 pub mod systemd_root;
 pub mod terminal;
 pub mod waiting;

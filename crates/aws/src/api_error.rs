@@ -44,6 +44,12 @@ impl Error {
     }
 }
 
+impl crate::retry::AttemptError for Error {
+    fn is_connection_failure(&self) -> bool {
+        matches!(self, Error::Transport { source, .. } if source.is_connection_failure())
+    }
+}
+
 /// Where an error answer says whose fault it was.
 #[derive(Debug, Clone, Copy)]
 pub enum Faults {

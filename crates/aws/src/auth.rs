@@ -113,8 +113,14 @@ impl Authentication {
             }
             return Authentication::default();
         };
+        let entries: Vec<(&String, &Value)> = object.iter().collect();
+        let names: Vec<&str> = entries.iter().map(|(name, _)| name.as_str()).collect();
         let mut blocks = Vec::new();
-        for (name, block) in object {
+        // Read in the order the reference meets the blocks, Python 2.7's dict order, so
+        // that the warnings come in its order; the blocks are then used in the
+        // document's order, as before.
+        for index in cfn_python::py2::dict_order(&names) {
+            let (name, block) = entries[index];
             let text = |key: &str| block.get(key).and_then(Value::as_str).map(str::to_string);
             let kind = match block.get("type") {
                 Some(Value::String(t)) => t.clone(),
@@ -153,9 +159,10 @@ impl Authentication {
                     continue;
                 }
             };
-            blocks.push((name.clone(), parsed));
+            blocks.push((index, name.clone(), parsed));
         }
-        Authentication { blocks }
+        blocks.sort_by_key(|(index, _, _)| *index);
+        Authentication { blocks: blocks.into_iter().map(|(_, name, parsed)| (name, parsed)).collect() }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -99,6 +99,12 @@ impl DownloadError {
     }
 }
 
+impl crate::retry::AttemptError for DownloadError {
+    fn is_connection_failure(&self) -> bool {
+        matches!(self, DownloadError::Transport(e) if e.is_connection_failure())
+    }
+}
+
 struct CachedRole {
     credentials: Credentials,
     refresh_at: DateTime<Utc>,

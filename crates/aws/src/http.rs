@@ -60,6 +60,13 @@ impl TransportError {
     pub fn config(message: impl Into<String>) -> Self {
         TransportError { message: message.into(), permanent: true }
     }
+
+    /// A refused, reset or unresolvable connection: what Python's requests raises as
+    /// `ConnectionError`; not a timeout (its `Timeout`s), a configuration mistake or an
+    /// answer too large.
+    pub fn is_connection_failure(&self) -> bool {
+        !self.permanent && !self.message.ends_with("timed out") && !self.message.starts_with("The answer is larger")
+    }
 }
 
 /// The parts of a URL the client needs, from the one URL parser (`url::Url`) that also

@@ -32,6 +32,13 @@ pub enum ImdsError {
     Failed { path: String, reason: String },
 }
 
+impl crate::retry::AttemptError for ImdsError {
+    /// Nothing answered: the reference's requests raised `ConnectionError`.
+    fn is_connection_failure(&self) -> bool {
+        matches!(self, ImdsError::Unreachable)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reachability {
     Unknown,
@@ -128,8 +135,13 @@ impl Imds {
         }
         let id = match self.get("/latest/meta-data/instance-id") {
             Ok(id) => Some(id.trim().to_string()).filter(|s| !s.is_empty()),
-            Err(e) => {
+            Err(e @ ImdsError::Disabled) => {
                 tracing::debug!("Could not retrieve the instance id: {e}");
+                None
+            }
+            // The reference's line (SPEC §6), with the reason.
+            Err(e) => {
+                tracing::error!("Exception retrieving InstanceId: {e}");
                 None
             }
         };

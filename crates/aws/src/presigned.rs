@@ -52,6 +52,12 @@ pub enum PutError {
     Transport { endpoint: String, source: TransportError },
 }
 
+impl crate::retry::AttemptError for PutError {
+    fn is_connection_failure(&self) -> bool {
+        matches!(self, PutError::Transport { source, .. } if source.is_connection_failure())
+    }
+}
+
 /// ` body`, or nothing for an empty body (no trailing space).
 fn spaced(body: &str) -> String {
     if body.is_empty() { String::new() } else { format!(" {body}") }

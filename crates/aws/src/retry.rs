@@ -99,9 +99,17 @@ impl Attempts {
     }
 }
 
+/// An attempt's error, as the log shows it.
+pub trait AttemptError: std::fmt::Display {
+    /// Whether the reference would have logged the attempt as `ConnectionError` (the
+    /// Python exception of a refused, reset or unresolvable connection). Our line then
+    /// starts with that word, so that what greps the reference's line finds ours.
+    fn is_connection_failure(&self) -> bool;
+}
+
 /// Runs `attempt` until it succeeds, fails terminally or the policy gives up; the last
 /// error is returned. `describe` names the operation in the log.
-pub fn run<T, E: std::fmt::Display>(
+pub fn run<T, E: AttemptError>(
     policy: &Policy,
     describe: &str,
     mut attempt: impl FnMut() -> Result<T, E>,
@@ -113,8 +121,10 @@ pub fn run<T, E: std::fmt::Display>(
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        // Every failed attempt is logged at ERROR, as the reference does.
-        tracing::error!("{describe} failed (attempt {}): {error}", attempts.failed() + 1);
+        // Every failed attempt is logged at ERROR, as the reference does, by its name for
+        // a lost connection.
+        let name = if error.is_connection_failure() { "ConnectionError: " } else { "" };
+        tracing::error!("{name}{describe} failed (attempt {}): {error}", attempts.failed() + 1);
         let Some(delay) = attempts.after_failure(classify(&error), Instant::now()) else {
             return Err(error);
         };
@@ -147,6 +157,12 @@ mod tests {
             |v: &Verdict| *v,
         );
         (calls.get(), result.is_ok())
+    }
+
+    impl AttemptError for Verdict {
+        fn is_connection_failure(&self) -> bool {
+            false
+        }
     }
 
     impl std::fmt::Display for Verdict {

@@ -38,6 +38,7 @@ impl From<ModelError> for BuildError {
 pub fn build(init: &Map<String, Value>, requested: &[String], env: &Environment<'_>) -> Result<(), BuildError> {
     tracing::info!("{}", banner("Starting build", '-'));
     tracing::debug!("Not setting a reboot trigger as scheduling support is not available");
+    env.fetch.start();
     let result = run(init, requested, env);
     match &result {
         Ok(()) => {

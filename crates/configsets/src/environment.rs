@@ -9,6 +9,11 @@ pub trait Fetch {
     /// Writes the body of `url` into `dest` (from its start). `authentication` names
     /// the block a file asked for. The error is the reason only.
     fn fetch(&self, url: &str, authentication: Option<&str>, dest: &mut File) -> Result<Fetched, String>;
+
+    /// Called once the build has logged its first lines (`Starting build`, the reboot
+    /// trigger): where the reference reads AWS::CloudFormation::Authentication, so a
+    /// fetcher that reads it here logs its warnings in the reference's place (§8.3).
+    fn start(&self) {}
 }
 
 /// What a download went through.

@@ -7,6 +7,7 @@
 //! `Expiration` (epoch milliseconds), `ResultQueue`, and optionally `Data` and
 //! `EventHandle`.
 
+use cfn_aws::http;
 use serde_json::{Map, Value};
 
 /// The most characters of output a result carries (SPEC §14.7).
@@ -34,6 +35,20 @@ pub struct Command {
     pub result_queue: String,
     pub data: Option<String>,
     pub event_handle: Option<String>,
+    /// The command document as the reference's log shows it: Python 2's `repr()` of
+    /// its `json.loads` (cfn_python::py2), with the URLs in it redacted (LOG-08).
+    pub repr: String,
+}
+
+/// The document with every string redacted as a URL, whole (a password may hold white
+/// space, where the redaction of free text would end the URL), and as free text.
+fn redacted(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(http::redact_urls_in(&http::redact_url(s))),
+        Value::Array(items) => Value::Array(items.iter().map(redacted).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), redacted(v))).collect()),
+        other => other.clone(),
+    }
 }
 
 impl Command {
@@ -64,6 +79,7 @@ impl Command {
             result_queue: required("ResultQueue")?,
             data: text("Data"),
             event_handle: text("EventHandle"),
+            repr: cfn_python::py2::repr(&redacted(&Value::Object(command.clone()))),
         })
     }
 

@@ -58,6 +58,9 @@ pub struct MainConfig {
     /// `$AWS_ENDPOINT_URL_SQS`. Without either, the region's endpoint.
     pub sqs_url: Option<String>,
     pub verbose: bool,
+    /// `multi-threaded` (SPEC §10.11 booleans, default true). The listener handles one
+    /// message at a time either way; the value only chooses the reference's log line.
+    pub multi_threaded: bool,
     interval: Option<String>,
     umask: Option<String>,
     max_backoff: Option<String>,
@@ -203,6 +206,8 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
         url: nonempty("url")?,
         sqs_url: nonempty("sqs_url")?,
         verbose,
+        multi_threaded: get("multi-threaded")?
+            .is_none_or(|v| cfn_python::truth::is_true(&serde_json::Value::String(v))),
         interval: get("interval")?,
         umask: get("umask")?,
         max_backoff: get("max-backoff")?,

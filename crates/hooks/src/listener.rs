@@ -122,6 +122,13 @@ impl Listener {
             "SQS client initialized with endpoint {}",
             sqs::endpoint_url(&main.region, configured.as_deref())
         );
+        // The reference makes a second CloudFormation client for the listener, and says
+        // when messages are handled one at a time (its wording for `multi-threaded=false`;
+        // ours always handles them so).
+        cfn_aws::log_client_endpoint(&main.region, main.url.as_deref());
+        if !main.multi_threaded {
+            tracing::debug!("Enabled single threading mode.");
+        }
         create_data_dir(&CommandsRun::default_path());
         Listener {
             stack: main.stack.clone(),
@@ -261,6 +268,9 @@ impl Listener {
             cx.delete(message);
             return;
         }
+        // The reference's two lines: its Python 2 repr of the command, URLs redacted.
+        tracing::debug!("Processing message: {}", command.repr);
+        tracing::debug!("Command message: {}", command.repr);
         if command.is_expired(Utc::now().timestamp_millis()) {
             // "for stack" names the dispatcher, as the reference's line does.
             tracing::info!(
@@ -523,6 +533,7 @@ mod tests {
             result_queue: "http://q".into(),
             data: Some("x y".into()),
             event_handle: Some("https://e/h?X-Amz-Signature=s1gvalue&a=b".into()),
+            repr: String::new(),
         };
         let credentials = ListenerCredentials {
             credentials: Credentials::new("AK", "s3cr3tvalue", Some("t0kenvalue".into())),

@@ -129,18 +129,20 @@ fn service_client(main: &MainConfig, imds: &Arc<Imds>, settings: &Settings) -> R
     })
 }
 
-/// The service's umask, logged as the reference logs it.
+/// The service's umask, checked before cfn-hup detaches (an invalid one stops it);
+/// [`log_umask`] says which one is used.
 pub fn umask(config: &HupConfig) -> Result<u32, ConfigError> {
-    Ok(match config.main.umask()? {
-        Some(umask) => {
-            tracing::info!("Setting umask value to: {umask:03o}");
-            umask
-        }
-        None => {
-            tracing::info!("No umask value specified in config file. Using the default one: 022");
-            config::DEFAULT_UMASK
-        }
-    })
+    Ok(config.main.umask()?.unwrap_or(config::DEFAULT_UMASK))
+}
+
+/// The reference's line for the service's umask, logged once the client and the state
+/// directory are made, where the reference logs it (SPEC §14.6: after the configuration).
+fn log_umask(config: &HupConfig) {
+    match config.main.umask() {
+        Ok(Some(umask)) => tracing::info!("Setting umask value to: {umask:03o}"),
+        Ok(None) => tracing::info!("No umask value specified in config file. Using the default one: 022"),
+        Err(_) => {} // refused before cfn-hup detached (`umask`)
+    }
 }
 
 /// The listener id (SPEC §14.7), settled before any pass; `None` without command hooks.
@@ -236,6 +238,7 @@ pub fn prepare(
     let max_backoff = max_backoff(&config)?;
     let service = service_client(&config.main, &imds, &settings)?;
     create_state(&config);
+    log_umask(&config);
     configured();
     // The listener's own client: its rounds and the passes run side by side.
     let listener = match listener_id {

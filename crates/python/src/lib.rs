@@ -5,6 +5,7 @@
 //! INIT-BOOL-01, HUP-CONF-*), so they live in one place.
 
 pub mod json;
+pub mod py2;
 pub mod repr;
 pub mod truth;
 
