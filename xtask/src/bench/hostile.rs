@@ -51,9 +51,9 @@ pub fn all() -> Vec<Hostile> {
         },
         Hostile {
             id: "hostile-f3",
-            title: "F3: one line, cfn-init -c with 15,000 unknown configSets (129 KB)",
+            title: "F3: one line, cfn-init -c with 20,000 unknown configSets (129 KB)",
             text: {
-                let sets: Vec<String> = (0..15_000).map(|i| format!("n{i}")).collect();
+                let sets: Vec<String> = (0..20_000).map(|i| format!("n{i}")).collect();
                 instance(
                     json!(format!("#!/bin/bash\n/opt/aws/bin/cfn-init -s S -r I -c {}\n", sets.join(","))),
                     json!({}),
@@ -62,12 +62,12 @@ pub fn all() -> Vec<Hostile> {
         },
         Hostile {
             id: "hostile-f4",
-            title: "F4: a hooks.d value of 1 MB of %( with no )s",
+            title: "F4: a hooks.d value of 1 MB of `%(x) `, no `)s` after any `%(`",
             text: instance(
                 json!("#!/bin/bash\n"),
                 hooks_file(format!(
                     "[h]\ntriggers=post.update\npath=Resources.I.Metadata\naction={}\n",
-                    "%(".repeat(500_000)
+                    "%(x) ".repeat(200_000)
                 )),
             ),
         },
