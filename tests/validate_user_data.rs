@@ -356,6 +356,16 @@ fn validate_bounded(sandbox: &Sandbox, file: &str) -> Run {
         .run()
 }
 
+/// `validate -t FILE` (a template with user data and no Init) ends well in time with
+/// nothing to report.
+fn assert_clean_in_time(sandbox: &Sandbox, file: &str) {
+    let run = validate_bounded(sandbox, file);
+    run.code(0)
+        .stderr_is("")
+        .stdout_is(&format!("{file}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n"));
+    assert!(run.elapsed < Duration::from_secs(10), "{run}");
+}
+
 /// Issue 31 F1: a 956-byte template whose user data is 8 levels of `Fn::Sub`, each using
 /// the next level's variable 16 times, the last one "". Each use flattened its value
 /// again, 16^8 times the innermost: hours. Each variable's value is now flattened once
@@ -365,11 +375,7 @@ fn variables_used_many_times_nested_are_read_in_time() {
     let sandbox = sandbox();
     let file = workspace().join("tests/templates/limits/user_data_nested_subs.json").display().to_string();
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 956);
-    let run = validate_bounded(&sandbox, &file);
-    run.code(0)
-        .stderr_is("")
-        .stdout_is(&format!("{file}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n"));
-    assert!(run.elapsed < Duration::from_secs(10), "{run}");
+    assert_clean_in_time(&sandbox, &file);
 }
 
 /// Issue 31 F2: one line of JSON, 300 KB, whose user data is a `Fn::Join` of 100,000
@@ -382,11 +388,7 @@ fn a_long_join_on_one_line_is_read_in_time() {
     let file = workspace().join("tests/templates/limits/user_data_long_join.json").display().to_string();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.len() > 300_000 && text.lines().count() == 1 && text.matches(r#""""#).count() > 100_000);
-    let run = validate_bounded(&sandbox, &file);
-    run.code(0)
-        .stderr_is("")
-        .stdout_is(&format!("{file}: 0 errors, 0 warnings in 0 resources with AWS::CloudFormation::Init\n"));
-    assert!(run.elapsed < Duration::from_secs(10), "{run}");
+    assert_clean_in_time(&sandbox, &file);
 }
 
 /// The texts of one template share one work bound: 64 instances whose user data each

@@ -61,26 +61,7 @@ pub fn dict_order(keys: &[&str]) -> Vec<usize> {
 /// Python 2's `repr()` of a `unicode` string: `u'…'` (or `u"…"` when it holds a `'`
 /// and no `"`), non-ASCII and control characters as `\xNN`, `\uNNNN`, `\UNNNNNNNN`.
 fn write_unicode_repr(out: &mut String, s: &str) {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    out.push('u');
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (' '..'\x7f').contains(&c) => out.push(c),
-            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push(quote);
+    crate::repr::write_quoted(out, s, "u", |c| c.is_ascii());
 }
 
 fn write_dict(out: &mut String, map: &Map<String, Value>) {
@@ -142,6 +123,24 @@ pub fn repr(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Python 2.7's `repr()` of `unicode` strings (a wide build): only ASCII kept.
+    #[test]
+    fn unicode_strings_keep_only_ascii() {
+        let cases = [
+            ("caf\u{e9}", "u'caf\\xe9'"),
+            ("\u{20ac}", "u'\\u20ac'"),
+            ("\u{1f600}", "u'\\U0001f600'"),
+            ("\x7f\x01\t", "u'\\x7f\\x01\\t'"),
+            ("it's", "u\"it's\""),
+            ("both ' and \"", "u'both \\' and \"'"),
+        ];
+        for (text, expected) in cases {
+            let mut out = String::new();
+            write_unicode_repr(&mut out, text);
+            assert_eq!(out, expected, "{text:?}");
+        }
+    }
 
     /// Python 2.7.18: `repr(json.loads(...))` of command messages recorded in
     /// tests/golden/cmd-hooks (the order of their keys as the reference logged them).

@@ -147,7 +147,17 @@ pub fn write_float(out: &mut String, f: f64) {
 
 /// Python 3 `repr(str)`.
 pub fn write_str_repr(out: &mut String, s: &str) {
+    write_quoted(out, s, "", |c| c.is_ascii() || is_py_printable(c));
+}
+
+/// A string literal as Python's `repr()` writes one: `prefix`, then quoted with `'` (or
+/// `"` when the text holds a `'` and no `"`), backslash escapes for `\\`, tab, newline,
+/// carriage return and the quote, controls and DEL as `\xNN`; other characters as they
+/// are when `kept` says so, else `\xNN`, `\uNNNN` or `\UNNNNNNNN` by size. Python 3's
+/// `str` keeps what it calls printable; Python 2's `unicode` keeps ASCII only.
+pub(crate) fn write_quoted(out: &mut String, s: &str, prefix: &str, kept: fn(char) -> bool) {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    out.push_str(prefix);
     out.push(quote);
     for c in s.chars() {
         match c {
@@ -159,8 +169,7 @@ pub fn write_str_repr(out: &mut String, s: &str) {
                 out.push('\\');
                 out.push(c);
             }
-            c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_ascii() || is_py_printable(c) => out.push(c),
+            c if c >= ' ' && c != '\x7f' && kept(c) => out.push(c),
             c if (c as u32) <= 0xff => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if (c as u32) <= 0xffff => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),
