@@ -90,6 +90,12 @@ pub fn main(prog: &str, args: &[String]) -> ExitCode {
         Ok(config) => config,
         Err(e) => {
             if matches!(e, config::ConfigError::Path(_)) {
+                // The reference made its client and state file before it met the path,
+                // and logged them first (issue 33); the path is refused before any hook
+                // runs here (HUP-CONF-03).
+                if let Ok(main) = config::load_main(&dir) {
+                    cfn_aws::log_client_endpoint(&main.region, main.url.as_deref());
+                }
                 service_loop::create_state_file();
             }
             return report::failure(format!("Error: {e}"));
