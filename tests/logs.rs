@@ -435,3 +435,157 @@ fn without_credentials_off_ec2_the_reference_lines_are_kept_with_reasons() {
     let theirs = without_times(&read(&golden_dir().join("cfn-hup/config-nocreds.cfn-hup.log")));
     reference_lines::assert_keeps_reference_lines("reference-1.4-31/cfn-hup/config-nocreds", &ours, &theirs);
 }
+
+/// An unsupported hook path (HUP-PATH-01), recorded from the reference in
+/// tests/golden/cfn-hup/path-error: the reference logged its client's line and made its
+/// state directory before it met the path, and so does cfn-hup here (issue 33); the
+/// hooks the reference ran before it are not run (the path is refused when the
+/// configuration is read), and the table says so.
+#[test]
+fn an_unsupported_hook_path_keeps_the_reference_lines_before_it() {
+    let sandbox = Sandbox::new();
+    let conf = sandbox.path("hup-badpath");
+    std::fs::create_dir_all(conf.join("hooks.d")).unwrap();
+    let creds = sandbox.path("creds");
+    std::fs::write(&creds, "AWSAccessKeyId=AKIDEXAMPLE\nAWSSecretKey=secretkeyexample\n").unwrap();
+    std::fs::set_permissions(&creds, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    std::fs::write(
+        conf.join("cfn-hup.conf"),
+        format!("[main]\nstack=s\nurl=http://127.0.0.1:9\ncredential-file={}\n", creds.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        conf.join("hooks.conf"),
+        "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\naction=echo changed\n",
+    )
+    .unwrap();
+    std::fs::write(conf.join("hooks.d/two.conf"), "[h2]\ntriggers=post.update\npath=Outputs.R\naction=echo changed\n")
+        .unwrap();
+    sandbox.cmd("cfn-hup").arg("-v").arg("-c").arg(&conf).arg("--no-daemon").run().code(1);
+    let lib = sandbox.path("lib").display().to_string();
+    let ours: Vec<String> =
+        without_times(&sandbox.log("cfn-hup.log")).into_iter().map(|l| l.replace(&lib, "/var/lib")).collect();
+    let theirs = without_times(&read(&workspace().join("tests/golden/cfn-hup/path-error/cfn-hup.log")));
+    reference_lines::assert_keeps_reference_lines("cfn-hup/path-error", &ours, &theirs);
+    assert!(
+        ours.last().is_some_and(
+            |l| l == "[ERROR] Error: Unsupported path: only changes to Resources are supported (path: Outputs.R)"
+        ),
+        "{ours:#?}"
+    );
+    let unused = reference_lines::unused(|scenario| scenario == "cfn-hup/path-error");
+    assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line: {unused:#?}");
+}
+
+/// The recorded cfn-hup configuration cases (tests/golden/reference-1.4-31/cfn-hup, made by
+/// tests/golden/record-reference.sh): each replayed with the same files, its log checked
+/// line by line against the reference's (issue 33). `fixtures` holds the recording's
+/// `/tmp/ref/scratch` (and its credential files); the state and configuration directories
+/// are the sandbox's, named as the reference's in our lines before the check.
+fn replay_hup_case(case: &str, args: &[&str]) {
+    let sandbox = Sandbox::new();
+    let fixtures = sandbox.path("fixtures");
+    let hook = "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\naction=echo changed\n";
+    let main = |extra: &str| {
+        format!(
+            "[main]\nstack=s\nurl=http://127.0.0.1:9\ncredential-file={}/creds-0600-ok\n{extra}",
+            fixtures.display()
+        )
+    };
+    let files: Vec<(String, String)> = vec![
+        ("creds-0600-ok".into(), "AWSAccessKeyId=a\nAWSSecretKey=b\n".into()),
+        ("hup-empty/.keep".into(), String::new()),
+        ("hup-nostack/cfn-hup.conf".into(), "[main]\nregion=us-east-1\n".into()),
+        ("hup-nohooks/cfn-hup.conf".into(), "[main]\nstack=s\nurl=http://127.0.0.1:9\n".into()),
+        ("hup-noaction/cfn-hup.conf".into(), main("")),
+        ("hup-noaction/hooks.conf".into(), "[h1]\ntriggers=post.update\npath=Resources.R.Metadata\n".into()),
+        ("hup-badumask/cfn-hup.conf".into(), main("umask=999\n")),
+        ("hup-badumask/hooks.conf".into(), hook.into()),
+        (
+            "hup-badcreds/cfn-hup.conf".into(),
+            format!(
+                "[main]\nstack=s\nurl=http://127.0.0.1:9\ncredential-file={}/nonexistent-creds\n",
+                fixtures.display()
+            ),
+        ),
+        ("hup-badcreds/hooks.conf".into(), hook.into()),
+        ("hup-deadurl/cfn-hup.conf".into(), main("")),
+        ("hup-deadurl/hooks.conf".into(), hook.into()),
+        ("hup-badverbose/cfn-hup.conf".into(), main("verbose=maybe\n")),
+        ("hup-badverbose/hooks.conf".into(), hook.into()),
+    ];
+    for (name, text) in &files {
+        let path = fixtures.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    std::fs::set_permissions(fixtures.join("creds-0600-ok"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
+    // The default directory (`CFN_BOOTSTRAP_ETC_DIR`, the sandbox's `etc`) is missing, as
+    // `/etc/cfn` was where the reference was recorded.
+    std::fs::remove_dir(sandbox.path("etc")).unwrap();
+    let args: Vec<String> = args.iter().map(|a| a.replace("$SCRATCH", &fixtures.display().to_string())).collect();
+    let run = sandbox.cmd("cfn-hup").args(&args).run();
+    let reference_exit: i32 = read(&golden_dir().join(format!("cfn-hup/{case}.exit"))).trim().parse().unwrap();
+    let named = [
+        (fixtures.display().to_string(), "/tmp/ref/scratch".to_string()),
+        (sandbox.path("lib").display().to_string(), "/var/lib".to_string()),
+        (sandbox.path("etc").display().to_string(), "/etc/cfn".to_string()),
+    ];
+    let ours: Vec<String> = without_times(&sandbox.log("cfn-hup.log"))
+        .into_iter()
+        .map(|l| without_sleep(&named.iter().fold(l, |l, (from, to)| l.replace(from.as_str(), to))))
+        .collect();
+    let theirs: Vec<String> = without_times(&read(&golden_dir().join(format!("cfn-hup/{case}.cfn-hup.log"))))
+        .iter()
+        .map(|l| without_sleep(l))
+        .collect();
+    reference_lines::assert_keeps_reference_lines(&format!("reference-1.4-31/cfn-hup/{case}"), &ours, &theirs);
+    // Where the reference failed, so does cfn-hup; where it went on (an invalid umask),
+    // cfn-hup may stop (docs/compatibility.md, cfn-hup configuration errors on stderr).
+    assert!(reference_exit == 0 || run.code != 0, "{case}: the reference exited {reference_exit}\n{run}");
+}
+
+/// A retry's pause is random: `Sleeping for … seconds before retrying`.
+fn without_sleep(line: &str) -> String {
+    match line.strip_prefix("[DEBUG] Sleeping for ") {
+        Some(rest) if rest.ends_with(" seconds before retrying") => {
+            "[DEBUG] Sleeping for … seconds before retrying".to_string()
+        }
+        _ => line.to_string(),
+    }
+}
+
+#[test]
+fn the_recorded_cfn_hup_configuration_errors_keep_the_reference_lines() {
+    let cases: [(&str, &[&str]); 11] = [
+        ("unique-prefix-no-daemon", &["--n", "-c", "$SCRATCH/hup-empty"]),
+        ("config-nonexistent-no-daemon", &["-c", "/nonexistent", "--no-daemon"]),
+        ("config-nonexistent-daemon", &["-c", "/nonexistent"]),
+        ("config-no-conf-file", &["-c", "$SCRATCH/hup-empty", "--no-daemon"]),
+        ("config-no-stack", &["-c", "$SCRATCH/hup-nostack", "--no-daemon"]),
+        ("config-no-hooks", &["-c", "$SCRATCH/hup-nohooks", "--no-daemon"]),
+        ("default-config-dir", &["--no-daemon"]),
+        ("config-noaction", &["-c", "$SCRATCH/hup-noaction", "--no-daemon"]),
+        ("config-badumask", &["-c", "$SCRATCH/hup-badumask", "--no-daemon"]),
+        ("config-badcreds", &["-c", "$SCRATCH/hup-badcreds", "--no-daemon"]),
+        ("config-badverbose", &["-c", "$SCRATCH/hup-badverbose", "--no-daemon"]),
+    ];
+    for (case, args) in cases {
+        replay_hup_case(case, args);
+    }
+    let unused = reference_lines::unused(|scenario| scenario.starts_with("reference-1.4-31/cfn-hup/config-badverbose"));
+    assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line: {unused:#?}");
+}
+
+/// The two recorded passes against an endpoint that refuses connections (each a few
+/// seconds of retries, so a test of their own).
+#[test]
+fn the_recorded_cfn_hup_pass_against_a_dead_endpoint_keeps_the_reference_lines() {
+    replay_hup_case("config-deadurl", &["-c", "$SCRATCH/hup-deadurl", "--no-daemon"]);
+}
+
+#[test]
+fn the_recorded_verbose_cfn_hup_pass_against_a_dead_endpoint_keeps_the_reference_lines() {
+    replay_hup_case("config-deadurl-verbose", &["-v", "-c", "$SCRATCH/hup-deadurl", "--no-daemon"]);
+}

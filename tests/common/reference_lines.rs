@@ -391,6 +391,30 @@ pub const NOT_KEPT: &[NotKept] = &[
         instead: Dropped,
         why: "a path whose value is false, 0 or empty is data, so there is a previous state (BUG-FALSY)",
     },
+    // A hook path cfn-hup does not support (tests/golden/cfn-hup/path-error, replayed by
+    // tests/logs.rs): the reference ran the hooks before it and met the path on its turn.
+    NotKept {
+        scenario: "cfn-hup/path-error",
+        messages: &[
+            "Describing resource R in stack s",
+            "ConnectionError",
+            "Sleeping for ",
+            "Exception caught while running hook h1",
+        ],
+        instead: Dropped,
+        why: "every hook path is checked when the configuration is read, so an unsupported one stops cfn-hup \
+              before any hook runs (HUP-CONF-03, WEAK-hup-errors)",
+    },
+    // The recorded configuration errors (tests/golden/reference-1.4-31/cfn-hup, replayed
+    // by tests/logs.rs).
+    NotKept {
+        scenario: "reference-1.4-31/cfn-hup/config-badverbose",
+        messages: &["CloudFormation client initialized with endpoint", "Creating /var/lib/cfn-hup/data"],
+        instead: Dropped,
+        why: "an invalid `verbose` is a configuration error found when cfn-hup.conf is read, before the client \
+              and the state directory are made; the reference made both, then died with a Python traceback \
+              (HUP-CONF-03)",
+    },
     // Command hooks (tests/golden/cmd-hooks, replayed by tests/cmd_hooks_reference.rs).
     NotKept {
         scenario: "",
