@@ -216,8 +216,18 @@ pub fn golden(case: &str, file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Every line of the reference's main log of one recorded run is in ours, in order
+/// (issue 33; `common::reference_lines`). The command logs hold the package managers' and
+/// services' own output, which is theirs, and are not checked line by line.
+pub fn keeps_reference_lines(o: &Overlay, case: &str, run: &str) {
+    let ours = normalized(&o.read(&format!("/tmp/out/{run}.cfn-init.log")));
+    let theirs = normalized(&golden(case, &format!("{run}.cfn-init.log")));
+    super::reference_lines::assert_keeps_reference_lines(&format!("cfn-init-system/{case}/{run}"), &ours, &theirs);
+}
+
 /// Compares one recorded run: exit code, stdout, stderr and the main log.
 pub fn same_run(o: &Overlay, case: &str, run: &str) {
+    keeps_reference_lines(o, case, run);
     for file in ["exit", "stdout", "stderr"] {
         let (ours, theirs) = (o.read(&format!("/tmp/out/{run}.{file}")), golden(case, &format!("{run}.{file}")));
         assert_eq!(ours, theirs, "{case}/{run}.{file}");

@@ -415,6 +415,40 @@ pub const NOT_KEPT: &[NotKept] = &[
               and the state directory are made; the reference made both, then died with a Python traceback \
               (HUP-CONF-03)",
     },
+    // The recorded apt runs (tests/golden/cfn-init-system/apt, replayed by
+    // tests/init_system.rs) whose pinned version apt does not have as written.
+    NotKept {
+        scenario: "cfn-init-system/apt/prefix",
+        messages: &[
+            "cfn-tiny=1.0 will not be installed as it is already present",
+            "All APT packages were already installed",
+            "No groups specified",
+            "No users specified",
+            "No sources specified",
+            "No files specified",
+            "No commands specified",
+            "No services specified",
+            "ConfigSets completed",
+            "Not clearing reboot trigger as scheduling support is not available",
+            "-----------------------Build complete-----------------------",
+        ],
+        instead: Dropped,
+        why: "apt needs the exact version: cfn-tiny=1.0 is not taken as installed when 1.0-1 is, and the build \
+              fails there with `APT does not have cfn-tiny=1.0 available for installation` (INIT-PKG-07, \
+              BUG-APTPREFIX)",
+    },
+    NotKept {
+        scenario: "cfn-init-system/apt/missing-version",
+        messages: &[
+            "Attempting to install ['cfn-tiny=3.0'] via APT",
+            "apt-get failed. Output:",
+            "Error encountered during build of config: Could not successfully install APT packages (return code 100)",
+            "Unhandled exception during build: Could not successfully install APT packages (return code 100)",
+        ],
+        instead: Dropped,
+        why: "a version apt does not know fails before apt-get runs, with `APT does not have cfn-tiny=3.0 \
+              available for installation` (INIT-PKG-07)",
+    },
     // Command hooks (tests/golden/cmd-hooks, replayed by tests/cmd_hooks_reference.rs).
     NotKept {
         scenario: "",
