@@ -79,6 +79,12 @@ impl Host {
         let link = self.sandbox.path("cfn-hup");
         std::os::unix::fs::symlink(sleep, &link).unwrap();
         let child = std::process::Command::new(&link).arg("600").spawn().unwrap();
+        // Until the child has exec'd, /proc shows the test's own command line, and doctor
+        // would rightly call the pid file stale (seen on a loaded machine).
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        wait_until(Duration::from_secs(30), "the pretend cfn-hup to start", || {
+            std::fs::read(&cmdline).is_ok_and(|c| c.split(|b| *b == 0).next().is_some_and(|a| a.ends_with(b"cfn-hup")))
+        });
         std::fs::write(self.sandbox.path("run/cfn-hup.pid"), format!("{}\n", child.id())).unwrap();
         self.children.push(child);
     }
