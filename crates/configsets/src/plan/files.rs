@@ -226,7 +226,7 @@ enum Way {
 ///   that (a root-only file now, a file the metadata makes private);
 /// * the content of a file that a user cannot reach (`way`): a directory on its path,
 ///   from `/` and along the links the build follows, that others may not search (a
-///   0644 `/root/.npmrc`, a `~/.pypirc` under a 0750 home), now or as the build would
+///   0644 `.npmrc` in root's 0700 home, a `.pypirc` under a 0750 home), now or as the build would
 ///   create it.
 ///
 /// What is shown instead ([`shown_change`]): that the content changes, its size and the
