@@ -516,17 +516,7 @@ fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
     let unused = common::reference_lines::unused(|scenario| scenario.starts_with("cfn-init-system/apt/"));
     assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line any more: {unused:#?}");
     let sorted = |lines: Vec<String>| {
-        let mut lines: Vec<String> = lines
-            .into_iter()
-            .map(|l| match (l.find("['"), l.rfind(']')) {
-                (Some(a), Some(b)) if a < b => {
-                    let mut items: Vec<&str> = l[a + 1..b].split(", ").collect();
-                    items.sort();
-                    format!("{}[{}]{}", &l[..a], items.join(", "), &l[b + 1..])
-                }
-                _ => l,
-            })
-            .collect();
+        let mut lines = items_sorted(lines);
         lines.sort();
         lines
     };
