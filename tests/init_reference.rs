@@ -120,42 +120,6 @@ fn same_length_root() -> tempfile::TempDir {
     dir
 }
 
-/// `YYYY-MM-DD HH:MM:SS,mmm` → `{TIME}`, `P<pid>` → `P{PID}`, the root → `{ROOT}`,
-/// retry sleeps → `{SECS}`; Python tracebacks (which we never print) are dropped.
-fn normalise_log(text: &str, root: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_traceback = false;
-    for line in text.replace(root, "{ROOT}").lines() {
-        if line.starts_with("Traceback (most recent call last):") {
-            in_traceback = true;
-            continue;
-        }
-        if in_traceback {
-            if !line.starts_with("  ") {
-                in_traceback = false; // the exception line ends the traceback
-            }
-            continue;
-        }
-        let mut line = line.to_string();
-        let b = line.as_bytes();
-        if b.len() >= 23 && b[4] == b'-' && b[10] == b' ' && b[19] == b',' {
-            line = format!("{{TIME}}{}", &line[23..]);
-        }
-        if let Some(rest) = line.strip_prefix("{TIME} P")
-            && let Some((_, tail)) = rest.split_once(' ')
-        {
-            line = format!("{{TIME}} P{{PID}} {tail}");
-        }
-        if let Some(start) = line.find("Sleeping for ")
-            && let Some(end) = line.find(" seconds before retrying")
-        {
-            line = format!("{}Sleeping for {{SECS}}{}", &line[..start], &line[end..]);
-        }
-        out.push(line);
-    }
-    out
-}
-
 /// The listing of a directory in the recorded fs.txt format.
 fn listing(dir: &Path) -> String {
     let mut paths = vec![PathBuf::from(".")];
@@ -272,8 +236,8 @@ fn run_case(case: &Case) -> BTreeSet<(Aspect, String)> {
         compare(Stderr, result.stderr.replace(&root, "{ROOT}"), read(&expected.join("stderr")));
         compare(Files, listing(&work).replace(&root, "{ROOT}"), read(&expected.join("fs.txt")));
         for (aspect, log) in [(Log, "cfn-init.log"), (CmdLog, "cfn-init-cmd.log")] {
-            let ours = normalise_log(&sandbox.log(log), &root);
-            let theirs = normalise_log(&read(&expected.join(log)), "{ROOT}");
+            let ours = reference_lines::normalise(&sandbox.log(log), &root);
+            let theirs = reference_lines::normalise(&read(&expected.join(log)), "{ROOT}");
             // Every reference line, in order, whatever DEVIATIONS says (issue 33).
             let scenario = if case.runs == 1 {
                 format!("cfn-init/{}/{log}", case.name)

@@ -512,6 +512,7 @@ fn apt_matches_the_recorded_reference_except_the_deliberate_fixes() {
         let ours = items_sorted(normalized(&o.read(&format!("/tmp/out/{run}.cfn-init.log"))));
         let theirs = items_sorted(normalized(&golden("apt", &format!("{run}.cfn-init.log"))));
         common::reference_lines::assert_keeps_reference_lines(&format!("cfn-init-system/apt/{run}"), &ours, &theirs);
+        common::debian_root::keeps_reference_command_lines(&o, "apt", run);
     }
     let unused = common::reference_lines::unused(|scenario| scenario.starts_with("cfn-init-system/apt/"));
     assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line any more: {unused:#?}");

@@ -216,13 +216,38 @@ pub fn golden(case: &str, file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every line of the reference's main log of one recorded run is in ours, in order
-/// (issue 33; `common::reference_lines`). The command logs hold the package managers' and
-/// services' own output, which is theirs, and are not checked line by line.
+/// Every line of the reference's logs of one recorded run is in ours, in order (issue
+/// 33; `common::reference_lines`): the main log, and the command log without the
+/// package managers' and services' own output (its tab-indented lines), which is
+/// theirs and holds times of its own.
 pub fn keeps_reference_lines(o: &Overlay, case: &str, run: &str) {
     let ours = normalized(&o.read(&format!("/tmp/out/{run}.cfn-init.log")));
     let theirs = normalized(&golden(case, &format!("{run}.cfn-init.log")));
     super::reference_lines::assert_keeps_reference_lines(&format!("cfn-init-system/{case}/{run}"), &ours, &theirs);
+    keeps_reference_command_lines(o, case, run);
+}
+
+/// The command log's part of [`keeps_reference_lines`].
+pub fn keeps_reference_command_lines(o: &Overlay, case: &str, run: &str) {
+    let ours = command_lines(&o.read(&format!("/tmp/out/{run}.cfn-init-cmd.log")));
+    let theirs = command_lines(&golden(case, &format!("{run}.cfn-init-cmd.log")));
+    let scenario = format!("cfn-init-system/{case}/{run}.cfn-init-cmd.log");
+    super::reference_lines::assert_keeps_reference_lines(&scenario, &ours, &theirs);
+}
+
+/// A command log's messages (`[LEVEL] text`) without times, pids and the commands' own
+/// output.
+fn command_lines(log: &str) -> Vec<String> {
+    normalized(log)
+        .into_iter()
+        .map(|line| match line.split_once(' ') {
+            Some((pid, rest)) if pid.starts_with('P') && pid[1..].bytes().all(|b| b.is_ascii_digit()) => {
+                rest.to_string()
+            }
+            _ => line,
+        })
+        .filter(|line| !line.split_once("] ").is_some_and(|(_, message)| message.starts_with('\t')))
+        .collect()
 }
 
 /// Compares one recorded run: exit code, stdout, stderr and the main log.

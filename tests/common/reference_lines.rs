@@ -449,6 +449,48 @@ pub const NOT_KEPT: &[NotKept] = &[
         why: "a version apt does not know fails before apt-get runs, with `APT does not have cfn-tiny=3.0 \
               available for installation` (INIT-PKG-07)",
     },
+    // sources (tests/golden/cfn-init-sources, replayed by tests/init_sources_reference.rs).
+    NotKept {
+        scenario: "cfn-init-sources/s-github-tarball/cfn-init.log",
+        messages: &["Creating temporary tar from {TMPDIR}/"],
+        instead: Dropped,
+        why: "the GitHub top directory is stripped while extracting: no temporary directory and tar are made",
+    },
+    NotKept {
+        scenario: "cfn-init-sources/s-github-zipball/cfn-init.log",
+        messages: &["Creating temporary tar from {TMPDIR}/"],
+        instead: Dropped,
+        why: "the GitHub top directory is stripped while extracting: no temporary directory and tar are made",
+    },
+    NotKept {
+        scenario: "cfn-init-sources/s-traversal-prefix/cfn-init.log",
+        messages: &[
+            "Expanding {ROOT}/",
+            "No files specified",
+            "No commands specified",
+            "No services specified",
+            "ConfigSets completed",
+            "Not clearing reboot trigger",
+            "-----------------------Build complete-----------------------",
+        ],
+        instead: Dropped,
+        why: "a member that escapes into a sibling whose name starts with the target's (../dest2/x) is refused: \\
+              the build fails there (BUG-TRAVERSAL)",
+    },
+    NotKept {
+        scenario: "cfn-init-sources/s-symlink-escape/cfn-init.log",
+        messages: &[
+            "Expanding {ROOT}/",
+            "No files specified",
+            "No commands specified",
+            "No services specified",
+            "ConfigSets completed",
+            "Not clearing reboot trigger",
+            "-----------------------Build complete-----------------------",
+        ],
+        instead: Dropped,
+        why: "a symbolic link member leading out of the target is refused: the build fails there (BUG-SYMLINK)",
+    },
     // Command hooks (tests/golden/cmd-hooks, replayed by tests/cmd_hooks_reference.rs).
     NotKept {
         scenario: "",
@@ -613,6 +655,42 @@ pub fn unused(mine: impl Fn(&str) -> bool) -> Vec<String> {
                 out.push(format!("{:?}: {text:?}", entry.scenario));
             }
         }
+    }
+    out
+}
+
+/// `YYYY-MM-DD HH:MM:SS,mmm` → `{TIME}`, `P<pid>` → `P{PID}`, the root → `{ROOT}`,
+/// retry sleeps → `{SECS}`; Python tracebacks (which we never print) are dropped.
+pub fn normalise(text: &str, root: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_traceback = false;
+    for line in text.replace(root, "{ROOT}").lines() {
+        if line.starts_with("Traceback (most recent call last):") {
+            in_traceback = true;
+            continue;
+        }
+        if in_traceback {
+            if !line.starts_with("  ") {
+                in_traceback = false; // the exception line ends the traceback
+            }
+            continue;
+        }
+        let mut line = line.to_string();
+        let b = line.as_bytes();
+        if b.len() >= 23 && b[4] == b'-' && b[10] == b' ' && b[19] == b',' {
+            line = format!("{{TIME}}{}", &line[23..]);
+        }
+        if let Some(rest) = line.strip_prefix("{TIME} P")
+            && let Some((_, tail)) = rest.split_once(' ')
+        {
+            line = format!("{{TIME}} P{{PID}} {tail}");
+        }
+        if let Some(start) = line.find("Sleeping for ")
+            && let Some(end) = line.find(" seconds before retrying")
+        {
+            line = format!("{}Sleeping for {{SECS}}{}", &line[..start], &line[end..]);
+        }
+        out.push(line);
     }
     out
 }

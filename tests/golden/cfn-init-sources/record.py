@@ -2,6 +2,8 @@
 """Record the reference cfn-init's behaviour for `sources` (see README.md beside this file).
 
     sudo python3 tests/golden/cfn-init-sources/record.py [CASE ...]
+    python3 tests/golden/cfn-init-sources/record.py --make NAME PATH   # one archive
+    python3 tests/golden/cfn-init-sources/record.py --serve            # the server alone
 
 Reuses the machinery of ../cfn-init/record.py (private mount namespace per run, the
 same environment and normalisation, the same per-case files) with its own cases, its
@@ -193,10 +195,22 @@ case("s-github-two-tops", {"{W}/dest": "http://github.com/two/repo/tarball/main"
 case("s-two-targets", {"{W}/b": "{W}/app.tgz", "{W}/a": "{W}/app.tgz"}, "sorted order of targets", local("app.tgz"))
 
 
+def serve():
+    """The server alone, on a free loopback port, for replaying the cases with another
+    cfn-init (tests/init_sources_reference.rs): prints the port, serves until stdin ends."""
+    server = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    sys.stdin.read()
+    server.shutdown()
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--make":
         open(sys.argv[3], "wb").write(ARCHIVES[sys.argv[2]]())
         return
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
     os.environ["SOURCES_RECORD"] = os.path.abspath(__file__)
     server = Server(("127.0.0.1", PORT), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
