@@ -273,10 +273,13 @@ fn refused(host: &Host, name: &str, bytes: &[u8], expected: &str, before: bool) 
     let loc = host.write(name, bytes);
     let target = host.p("root/dest");
     let run = host.sources(json!({&target: loc}));
-    run.code(1).stderr_is(&format!(
-        "Error occurred during build: Refusing to extract {loc}: {}\n",
-        expected.replace("{T}", &target)
-    ));
+    let expected = expected.replace("{T}", &target);
+    let message = if expected.contains(" is not a sub-path of ") {
+        format!("{expected}: refusing to extract {loc}")
+    } else {
+        format!("Refusing to extract {loc}: {expected}")
+    };
+    run.code(1).stderr_is(&format!("Error occurred during build: {message}\n"));
     host.assert_outside_empty();
     if before {
         assert!(!host.exists("root/dest/good.txt"), "{run}");

@@ -375,8 +375,9 @@ impl Archive<'_> {
         format!("Refusing to extract {}: {member} {why}", self.location)
     }
 
+    /// The reference's words first (its log line, which people grep for), then ours.
     fn not_sub_path(&self, member: &str) -> String {
-        self.refuse(member, format!("is not a sub-path of {}", self.target))
+        format!("{member} is not a sub-path of {}: refusing to extract {}", self.target, self.location)
     }
 
     fn replaces_link(&self, member: &str, earlier: &str) -> String {
@@ -1412,6 +1413,16 @@ mod tests {
         assert_eq!(t.read("one/only"), "1");
     }
 
+    /// The message refusing `loc` for `expected`: a path escape in the reference's words
+    /// first, every other refusal after "Refusing to extract".
+    fn refusal(loc: &str, expected: &str) -> String {
+        if expected.contains(" is not a sub-path of ") {
+            format!("{expected}: refusing to extract {loc}")
+        } else {
+            format!("Refusing to extract {loc}: {expected}")
+        }
+    }
+
     /// Runs an archive that must be refused: the error names the archive and the member,
     /// and nothing at all was written (the check happens before extraction) unless
     /// `partial` (refusals found on the file system during extraction).
@@ -1420,7 +1431,7 @@ mod tests {
         let target = t.p("dest");
         let err = t.apply(&[("dest", &loc)]).unwrap_err();
         let expected = expected.replace("{T}", &target);
-        assert_eq!(err, format!("Refusing to extract {loc}: {expected}"));
+        assert_eq!(err, refusal(&loc, &expected));
         t.assert_outside_untouched();
         if !partial {
             assert!(!t.exists("dest/good.txt"), "validated before writing anything");
@@ -1575,7 +1586,7 @@ mod tests {
         let loc = t.archive(name, bytes);
         let err = t.apply(&[("dest", &loc)]).unwrap_err();
         let expected = expected.replace("{T}", &t.p("dest"));
-        assert_eq!(err, format!("Refusing to extract {loc}: {expected}"));
+        assert_eq!(err, refusal(&loc, &expected));
         // The archive itself is new; everything else is as it was.
         let mut after = outside_state(t);
         after.retain(|e| e.0 != Path::new(&loc));
