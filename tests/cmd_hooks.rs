@@ -204,7 +204,7 @@ fn service_errors_exit_1_with_the_message() {
     elect(&sandbox, &emulator, &stack, "inv-1", "listener-a").code(0).stderr_is("");
     let statuses: Vec<Value> = elections(&emulator, &stack).iter().map(|r| r["status"].clone()).collect();
     assert_eq!(statuses, [json!(500), json!(200)]);
-    assert!(sandbox.log("cfn-init.log").contains("ElectCommandLeader failed (attempt 1): InternalFailure: boom"));
+    assert!(sandbox.log("cfn-init.log").contains("InternalFailure: boom: ElectCommandLeader failed (attempt 1)"));
 }
 
 // ---------------------------------------------------------------------------
@@ -348,14 +348,14 @@ fn send_failures_are_reported_and_server_errors_retried() {
     let statuses: Vec<Value> = sends_to(&emulator, &queue).iter().map(|r| r["status"].clone()).collect();
     assert_eq!(statuses, [json!(500), json!(200)]);
     assert_eq!(received(&emulator, "us-east-1", &queue), [result_body("SUCCESS", "x", "")]);
-    assert!(sandbox.log("cfn-init.log").contains("SendMessage failed (attempt 1): InternalError: boom"));
+    assert!(sandbox.log("cfn-init.log").contains("InternalError: boom: SendMessage failed (attempt 1)"));
 
     // An answer that is not SQS's is an `Unknown` error, retried like a server error.
     let queue = create_queue(&emulator, "us-east-1");
     emulator.post_json("/_emu/faults", &json!([{"path": queue, "status": 502, "body": "<html>Bad Gateway</html>"}]));
     send(&format!("{}{queue}", emulator.url)).code(0).stderr_is("");
     let log = sandbox.log("cfn-init.log");
-    assert!(log.contains("SendMessage failed (attempt 1): Unknown: HTTP 502 <html>Bad Gateway</html>"), "{log}");
+    assert!(log.contains("Unknown: HTTP 502 <html>Bad Gateway</html>: SendMessage failed (attempt 1)"), "{log}");
 }
 
 #[test]

@@ -227,7 +227,7 @@ fn throttling_and_server_errors_are_retried_until_success() {
     assert_eq!(attempts.len(), 4, "{attempts:#?}");
     assert_eq!(attempts.iter().map(|r| r["status"].as_u64().unwrap()).collect::<Vec<_>>(), [400, 500, 502, 200]);
     let log = sandbox.log("cfn-init.log");
-    assert!(log.contains("[ERROR] DescribeStackResource failed (attempt 1): Throttling: Rate exceeded"), "{log}");
+    assert!(log.contains("[ERROR] Throttling: Rate exceeded: DescribeStackResource failed (attempt 1)"), "{log}");
     assert!(log.contains("[DEBUG] Sleeping for "), "{log}");
 }
 

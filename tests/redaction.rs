@@ -87,7 +87,7 @@ fn a_sources_download_error_shows_the_url_redacted() {
     run.code(1).stderr_is(&format!("Error occurred during build: {error}\n"));
     let log = sandbox.log("cfn-init.log");
     assert!(
-        log.contains(&format!("[ERROR] Retrieving {shown} failed (attempt 1): HTTP Error 403 : denied\n")),
+        log.contains(&format!("[ERROR] HTTP Error 403 : denied: Retrieving {shown} failed (attempt 1)\n")),
         "{log}"
     );
     assert!(log.contains(&format!("[ERROR] Error encountered during build of config: {error}\n")), "{log}");

@@ -435,7 +435,7 @@ fn server_errors_on_the_handle_are_retried() {
     assert_eq!(stack_status(&emulator, &stack), "CREATE_COMPLETE");
     let log = sandbox.log("cfn-init.log");
     assert!(
-        log.contains("WaitConditionHandle signal failed (attempt 1): [Errno 500] HTTP Error 500 : <Error>boom</Error>"),
+        log.contains("[Errno 500] HTTP Error 500 : <Error>boom</Error>: WaitConditionHandle signal failed (attempt 1)"),
         "{log}"
     );
 }

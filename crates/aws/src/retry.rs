@@ -121,10 +121,15 @@ pub fn run<T, E: AttemptError>(
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        // Every failed attempt is logged at ERROR, as the reference does, by its name for
-        // a lost connection.
-        let name = if error.is_connection_failure() { "ConnectionError: " } else { "" };
-        tracing::error!("{name}{describe} failed (attempt {}): {error}", attempts.failed() + 1);
+        // Every failed attempt is logged at ERROR, as the reference does, starting with
+        // what the reference's line says (the exception's name for a lost connection, its
+        // text otherwise: `HTTP Error 404 : `), so that what greps its lines finds ours.
+        let attempt = attempts.failed() + 1;
+        if error.is_connection_failure() {
+            tracing::error!("ConnectionError: {describe} failed (attempt {attempt}): {error}");
+        } else {
+            tracing::error!("{error}: {describe} failed (attempt {attempt})");
+        }
         let Some(delay) = attempts.after_failure(classify(&error), Instant::now()) else {
             return Err(error);
         };
