@@ -140,6 +140,13 @@ impl Template {
             .collect()
     }
 
+    /// The parameters declared `NoEcho`, in template order: values a stack hides from
+    /// DescribeStacks (and Metadata does not, see [`parameters`]).
+    pub fn no_echo_parameters(&self) -> Vec<&str> {
+        let declared = self.root.get("Parameters").and_then(Value::as_object).into_iter().flatten();
+        declared.filter(|(_, d)| parameters::is_no_echo(d)).map(|(name, _)| name.as_str()).collect()
+    }
+
     /// The resource's Metadata with every intrinsic function resolved: what
     /// DescribeStackResource returns after a stack creation with `inputs`.
     pub fn metadata(&self, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
@@ -149,7 +156,9 @@ impl Template {
     /// The resource's Metadata as `validate` checks it, without the values only a stack
     /// has: a parameter without a value (no `-p`, no Default), another resource's `Ref` or
     /// attribute, another stack's export are [`unknown`]s of their type, and functions over
-    /// them give unknowns. Conditions that unknowns leave undecided are tried both ways:
+    /// them give unknowns, as does a function this crate does not evaluate (Fn::Transform,
+    /// a new one) and a NoEcho parameter. The resource is checked as when created, whatever
+    /// its own Condition. Conditions that unknowns leave undecided are tried both ways:
     /// one resolved Metadata per combination (see [`Checked`]). What `inputs` gives is used.
     pub fn metadata_for_checks(&self, resource: &str, inputs: &Inputs) -> Result<Checked, Error> {
         resolve::metadata_for_checks(self, resource, inputs)

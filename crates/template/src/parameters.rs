@@ -54,7 +54,10 @@ pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<B
             let allowed = allowed.map(|values| values.iter().filter_map(scalar_text).collect());
             Parameter::Unknown { list: is_list, number: kind == "Number", allowed: allowed.filter(|_| !is_list) }
         };
-        let text = match (inputs.parameters.get(name), declaration.get("Default")) {
+        // When checking, a NoEcho parameter's Default is not its value: the check sees the
+        // parameter by name wherever Init writes it (W010), whatever value a stack gives.
+        let default = declaration.get("Default").filter(|_| !(unknowns && is_no_echo(declaration)));
+        let text = match (inputs.parameters.get(name), default) {
             (Some(given), _) => given.clone(),
             (None, Some(Value::String(default))) => default.clone(),
             (None, Some(Value::Number(default))) => default.to_string(),
@@ -98,6 +101,16 @@ pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<B
         values.insert(name.clone(), value);
     }
     Ok(values)
+}
+
+/// Whether a parameter's declaration has `NoEcho: true` (CloudFormation also takes the
+/// string "true", in any case).
+pub fn is_no_echo(declaration: &Value) -> bool {
+    match declaration.get("NoEcho") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    }
 }
 
 fn is_number(text: &str) -> bool {
@@ -184,5 +197,20 @@ mod tests {
         assert_eq!(value(&p, "D"), json!("d"));
         assert_eq!(value(&p, "One"), json!("only"));
         assert!(matches!(&p["S"], Parameter::Unknown { list: false, allowed: None, .. }));
+    }
+
+    #[test]
+    fn when_checking_a_no_echo_parameter_is_unknown_even_with_a_default() {
+        let template = "Parameters:\n  P: {Type: String, NoEcho: true, Default: hunter2}\n  \
+            Q: {Type: String, NoEcho: 'TRUE', Default: x}\n  R: {Type: String, NoEcho: false, Default: r}\n\
+            Resources:\n  W: {Type: 'AWS::CloudFormation::WaitConditionHandle'}\n";
+        let template = Template::parse("t.yaml", template).unwrap();
+        let p = resolve(&template, &Inputs::default(), true).unwrap();
+        assert!(matches!(&p["P"], Parameter::Unknown { .. }));
+        assert!(matches!(&p["Q"], Parameter::Unknown { .. }));
+        assert_eq!(value(&p, "R"), json!("r"));
+        assert_eq!(template.no_echo_parameters(), ["P", "Q"]);
+        // A stack's run uses the Default as CloudFormation does.
+        assert_eq!(value(&resolve(&template, &Inputs::default(), false).unwrap(), "P"), json!("hunter2"));
     }
 }

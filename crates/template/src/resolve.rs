@@ -42,11 +42,7 @@ fn missing<T>(at: &At<'_>, what: Missing, message: String) -> Resolved<T> {
 }
 
 pub fn metadata(template: &Template, resource: &str, inputs: &Inputs) -> Result<Value, Error> {
-    match run(template, resource, inputs, None)? {
-        (Some(value), _) => Ok(value),
-        // Only a run that checks has a combination to skip.
-        (None, _) => Err(Error::new(ErrorKind::Template, template.name(), "the resource is not created")),
-    }
+    Ok(run(template, resource, inputs, None)?.0)
 }
 
 /// The most combinations of undecidable conditions [`metadata_for_checks`] resolves a
@@ -91,19 +87,18 @@ pub fn metadata_for_checks(template: &Template, resource: &str, inputs: &Inputs)
             branch.push(false);
             branches.push(branch);
         }
-        checked.variants.extend(value);
+        checked.variants.push(value);
     }
     Ok(checked)
 }
 
-/// Resolves a resource's Metadata once; `None` when checking and its condition is false
-/// in this combination. Gives back what the run decided.
+/// Resolves a resource's Metadata once. Gives back what the run decided.
 fn run(
     template: &Template,
     resource: &str,
     inputs: &Inputs,
     checking: Option<Decisions>,
-) -> Result<(Option<Value>, Option<Decisions>), Error> {
+) -> Result<(Value, Option<Decisions>), Error> {
     let error_here =
         |kind: ErrorKind, message: String| Error::new(kind, template.name(), message).in_resource(resource);
     let Some(definition) = template.value().get("Resources").and_then(|r| r.get(resource)) else {
@@ -126,11 +121,14 @@ fn run(
     let result = (|| {
         if let Some(condition) = definition.get("Condition") {
             let Value::String(name) = condition else { return fail(&at.key("Condition"), "not a name") };
-            if !resolver.condition(name, &at.key("Condition"))? {
-                if resolver.checking.as_ref().is_some_and(|c| !c.taken.borrow().is_empty()) {
-                    // Not created in this combination of answers: nothing to check.
-                    return Ok(None);
+            if resolver.checking.is_some() {
+                // A check is of the resource as it is when created: its condition may be
+                // false for the defaults and true for the parameters a stack is given
+                // (issue 30: a conditional launch configuration hid real findings).
+                if resolver.template.value().get("Conditions").and_then(|c| c.get(name)).is_none() {
+                    return fail(&at.key("Condition"), format!("there is no condition named {name}"));
                 }
+            } else if !resolver.condition(name, &at.key("Condition"))? {
                 return fail(&at, format!("the resource is not created: its condition {name} is false"));
             }
         }
@@ -138,7 +136,7 @@ fn run(
             return fail(&at, "the resource has no Metadata");
         };
         match resolver.resolve(metadata, &at.key("Metadata"))? {
-            Some(value) => Ok(Some(value)),
+            Some(value) => Ok(value),
             None => fail(&at.key("Metadata"), "the Metadata is AWS::NoValue"),
         }
     })();
@@ -351,6 +349,9 @@ impl Resolver<'_> {
             "Fn::Equals" | "Fn::And" | "Fn::Or" | "Fn::Not" => {
                 fail(at, format!("{name} is a condition function: it belongs in Conditions or in Fn::If's condition"))
             }
+            // A function this resolver does not evaluate (Fn::Transform's AWS::Include, the
+            // language extensions, whatever AWS adds): a value a check cannot know.
+            _ if self.checking.is_some() => Ok(text(unknown::marker(name))),
             _ => fail(at, format!("{name} is not supported")),
         }
     }

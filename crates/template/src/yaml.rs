@@ -12,6 +12,7 @@ use crate::location::{Node, Position, Positions};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
+use std::borrow::Cow;
 
 /// A YAML text that is not a template's YAML, or is over one of the bounds
 /// ([`MAX_DEPTH`], what anchors and aliases may copy).
@@ -69,7 +70,7 @@ struct NodeStart {
     /// its `a` at P/Fn::Sub/0).
     place: Node,
     children: Node,
-    function: Option<&'static str>,
+    function: Option<Cow<'static, str>>,
     anchor: usize,
     position: Position,
     /// The JSON levels around the node's children (its own and its parents').
@@ -175,20 +176,13 @@ impl Builder {
                     return Err(over(too_deep("")));
                 }
                 let place = self.next_place();
-                let children = match function {
+                let children = match &function {
                     Some(function) => self.positions.child(place, function),
                     None => place,
                 };
-                let node = NodeStart {
-                    place,
-                    children,
-                    function,
-                    anchor,
-                    position,
-                    level: level + own,
-                    size: own + function.map_or(0, |f| f.len() + 1),
-                    height: 0,
-                };
+                let size = own + function.as_ref().map_or(0, |f| f.len() + 1);
+                let node =
+                    NodeStart { place, children, function, anchor, position, level: level + own, size, height: 0 };
                 self.open.push(if is_sequence {
                     Open::Sequence { items: Vec::new(), node }
                 } else {
@@ -204,11 +198,11 @@ impl Builder {
                 };
                 self.positions.set_value(node.place, node.position);
                 self.positions.set_value(node.children, node.position);
-                let value = match node.function {
+                let height = node.height + 1 + usize::from(node.function.is_some());
+                let value = match &node.function {
                     Some(function) => long_form(function, value),
                     None => value,
                 };
-                let height = node.height + 1 + usize::from(node.function.is_some());
                 let position = node.position;
                 self.finish(value, node.anchor, node.size, height).map_err(|message| LoadError {
                     position,
@@ -299,13 +293,25 @@ fn measure_scalar(value: &Value) -> (usize, usize) {
     }
 }
 
-fn function_of(tag: &Tag) -> Result<&'static str, String> {
-    if tag.handle == "!"
-        && let Some((_, long)) = FUNCTIONS.iter().find(|(short, _)| *short == tag.suffix)
-    {
-        return Ok(long);
+/// The function a `!Name` tag stands for: the long form of CloudFormation's short forms,
+/// and `Fn::Name` for any other name (the Rules functions `!Contains`, `!EachMemberIn`,
+/// `!RefAll`, `!ValueOf`…, and whatever AWS adds next). An unknown function is then the
+/// resolver's business (an unknown value to the checks), not a reason to refuse the file.
+fn function_of(tag: &Tag) -> Result<Cow<'static, str>, String> {
+    if tag.handle == "!" {
+        if let Some((_, long)) = FUNCTIONS.iter().find(|(short, _)| *short == tag.suffix) {
+            return Ok(Cow::Borrowed(long));
+        }
+        if !tag.suffix.is_empty() && tag.suffix.chars().all(|c| c.is_ascii_alphanumeric() || c == ':') {
+            return Ok(Cow::Owned(format!("Fn::{}", tag.suffix)));
+        }
     }
-    Err(format!("unknown tag {}{}: CloudFormation's tags are {}", tag.handle, tag.suffix, tag_list()))
+    Err(format!(
+        "unknown tag {}{}: CloudFormation's tags are {} (and !Name for any other function Fn::Name)",
+        tag.handle,
+        tag.suffix,
+        tag_list()
+    ))
 }
 
 fn tag_list() -> String {
@@ -331,7 +337,7 @@ fn tagged_scalar(tag: &Tag, text: &str) -> Result<Value, String> {
         };
     }
     let function = function_of(tag)?;
-    let argument = match function {
+    let argument = match function.as_ref() {
         // `!GetAtt Resource.Attribute`: the attribute may itself hold dots.
         "Fn::GetAtt" => match text.split_once('.') {
             Some((resource, attribute)) => {
@@ -341,7 +347,7 @@ fn tagged_scalar(tag: &Tag, text: &str) -> Result<Value, String> {
         },
         _ => Value::String(text.to_string()),
     };
-    Ok(long_form(function, argument))
+    Ok(long_form(&function, argument))
 }
 
 /// A plain scalar typed as YAML 1.1 (PyYAML's resolver) types it.
@@ -472,10 +478,24 @@ mod tests {
     }
 
     #[test]
+    fn other_short_forms_are_the_functions_they_name() {
+        // The Rules functions (issue 30: Quick Starts' `Rules` stopped validation).
+        assert_eq!(
+            yaml("a: !Contains [[x], !Ref P]\nb: !EachMemberIn [!ValueOfAll [T, Tag], [a]]\nc: !RefAll T\n"),
+            json!({
+                "a": {"Fn::Contains": [["x"], {"Ref": "P"}]},
+                "b": {"Fn::EachMemberIn": [{"Fn::ValueOfAll": ["T", "Tag"]}, ["a"]]},
+                "c": {"Fn::RefAll": "T"}
+            })
+        );
+    }
+
+    #[test]
     fn bad_input_is_an_error_with_its_position() {
-        let e = load("a: !Reff x\n").unwrap_err();
+        let e = load("a: !<tag:example.com,2000:x> x\n").unwrap_err();
         assert_eq!(e.position, Position { line: 1, column: 4 });
-        assert!(e.message.contains("unknown tag !Reff"), "{}", e.message);
+        assert!(e.message.contains("unknown tag"), "{}", e.message);
+        assert!(load("a: !Ref-x y\n").unwrap_err().message.contains("unknown tag !Ref-x"));
         let e = load("a: 1\na: 2\n").unwrap_err();
         assert!(e.message.contains("appears twice"), "{}", e.message);
         assert_eq!(load("a: [1,\n").unwrap_err().position.line, 2);

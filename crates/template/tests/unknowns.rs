@@ -85,6 +85,29 @@ fn a_resource_condition_over_an_unknown_is_checked_when_it_may_hold() {
 }
 
 #[test]
+fn a_resource_under_a_false_condition_is_checked_as_when_created() {
+    // Issue 30: a launch configuration created only for some parameters is ordinary.
+    let text = "Parameters:\n  Env: {Type: String, Default: dev}\nConditions:\n  Prod: !Equals [!Ref Env, prod]\n\
+                Resources:\n  R: {Type: X, Condition: Prod, Metadata: {a: !Ref Env}}\n  \
+                S: {Type: X, Condition: Missing, Metadata: {}}\n";
+    let template = Template::parse("t.yaml", text).unwrap();
+    assert_eq!(template.metadata_for_checks("R", &Inputs::default()).unwrap().variants, [json!({"a": "dev"})]);
+    let e = template.metadata_for_checks("S", &Inputs::default()).unwrap_err();
+    assert!(e.message.contains("there is no condition named Missing"), "{e}");
+    // What a stack would get stays what CloudFormation does: no such resource.
+    assert!(template.metadata("R", &Inputs::default()).is_err());
+}
+
+#[test]
+fn an_unknown_function_is_an_unknown_value_to_the_checks() {
+    let v = variants("", "a: !Length [1, 2]\nb: {'Fn::Transform': {Name: 'AWS::Include', Parameters: {Location: s3://b/k}}}");
+    assert_eq!(v, [json!({"a": marker("Fn::Length"), "b": marker("Fn::Transform")})]);
+    let text = "Resources:\n  R: {Type: X, Metadata: {a: !Length [1]}}\n";
+    let e = Template::parse("t.yaml", text).unwrap().metadata("R", &Inputs::default()).unwrap_err();
+    assert!(e.message.contains("Fn::Length is not supported"), "{e}");
+}
+
+#[test]
 fn combinations_are_bounded() {
     let mut sections = String::from("Parameters:\n");
     let mut conditions = String::from("Conditions:\n");
