@@ -15,9 +15,64 @@ use crate::document::{CommandEntry, InitDocument, Item, ManagerPackages, SERVICE
 use crate::locations::pointer_step;
 use crate::model::{Content, FileSpec, ModelError};
 use crate::tool::refuse_option_like;
-use cfn_aws::auth::AuthBlock;
+use cfn_aws::auth::{AuthBlock, Authentication};
 use cfn_template::unknown;
 use serde_json::Value;
+
+/// The system an Init is for, which decides what an absolute path is and which package
+/// and service managers cfn-init has (AWS ships one cfn-init for Linux and one for
+/// Windows; the Windows one has `msi` and `windows` services, and Windows paths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    Linux,
+    Windows,
+}
+
+impl Platform {
+    /// What the Init itself says: a file or source at a drive or UNC path makes it
+    /// Windows's, one at a `/` path Linux's; with neither, `msi` packages or `windows`
+    /// services make it Windows's. (The user data's `cfn-init.exe` says so too; the
+    /// caller knows that.)
+    pub fn of(document: &InitDocument) -> Platform {
+        let sections: Vec<&Sections> =
+            document.configs.iter().filter_map(|config| config.sections.as_ref().ok()).collect();
+        let paths = || {
+            sections.iter().flat_map(|s| {
+                let files = s.files.entries().iter().map(|file| file.key.as_str());
+                files.chain(s.sources.entries().iter().map(|source| source.key.as_str()))
+            })
+        };
+        if paths().any(is_windows_path) {
+            return Platform::Windows;
+        }
+        let windows_only = sections.iter().any(|s| {
+            s.packages.entries().iter().any(|m| matches!(m.spec, Ok(ManagerPackages::Msi { listed: true })))
+                || s.services.entries().iter().any(|m| m.key == "windows")
+        });
+        if windows_only && !paths().any(|path| path.starts_with('/')) { Platform::Windows } else { Platform::Linux }
+    }
+
+    /// Whether cfn-init on this system takes `path` as absolute (Linux: it starts with
+    /// `/`; Windows: Python's `ntpath.isabs`, a drive's root, a UNC path, or a root
+    /// without a drive).
+    pub fn is_absolute(self, path: &str) -> bool {
+        match self {
+            Platform::Linux => path.starts_with('/'),
+            Platform::Windows => {
+                let rest = match path.as_bytes() {
+                    [drive, b':', ..] if drive.is_ascii_alphabetic() => &path[2..],
+                    _ => path,
+                };
+                rest.starts_with(['/', '\\'])
+            }
+        }
+    }
+}
+
+/// A drive path (`c:\cfn`, `C:/cfn`) or a UNC path (`\\server\share`).
+fn is_windows_path(path: &str) -> bool {
+    matches!(path.as_bytes(), [drive, b':', b'\\' | b'/', ..] if drive.is_ascii_alphabetic()) || path.starts_with("\\\\")
+}
 
 /// Which configSets to check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,21 +154,26 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ("E001", "invalid-json", "The metadata is not valid JSON"),
     ("E002", "duplicate-key", "An object gives the same key twice; all but the last are lost"),
     ("E003", "no-init", "There is no usable AWS::CloudFormation::Init"),
+    ("E004", "unusable-template", "The template does not parse, or a resource's Metadata does not resolve"),
     ("E010", "bad-configsets", "configSets is malformed, names a missing config or set, or is circular"),
     ("E011", "unknown-configset", "A configSet asked for with -c does not exist"),
     ("E012", "bad-config", "A config is not an object"),
     ("E020", "bad-section", "A section is not an object"),
     ("E021", "bad-entry", "An entry has the wrong shape or type"),
-    ("E030", "relative-path", "A file's path is not absolute"),
+    ("E030", "relative-path", "A file's path is not absolute (on the instance's system: Linux or Windows)"),
     ("E031", "no-content", "A file has neither content nor source"),
     ("E032", "symlink-without-target", "A symbolic link (mode 120xxx) has no content naming its target"),
     ("E033", "content-and-source", "A file has both content and source"),
     ("E034", "bad-base64", "base64 content does not decode"),
     ("E035", "bad-mustache", "Mustache content does not parse"),
-    ("E036", "unknown-authentication", "An authentication name that no block defines"),
+    (
+        "E036",
+        "unknown-authentication",
+        "An authentication name that no block defines, and no block matches the URL: fetched without credentials",
+    ),
     ("E037", "bad-url", "A source URL cfn-init cannot fetch"),
     ("E040", "no-command", "A command without `command`"),
-    ("E050", "windows-only", "msi packages or windows services, refused on Linux"),
+    ("E050", "windows-only", "msi packages or windows services in an Init for Linux, refused there"),
     ("E051", "option-like", "A name or version starting with '-', refused"),
     ("E060", "unknown-resource", "The user data or a cfn-hup hook names a resource the template does not define"),
     ("E061", "resource-without-init", "cfn-init --resource names a resource without AWS::CloudFormation::Init"),
@@ -134,10 +194,21 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ("W002", "unknown-package-manager", "A package manager cfn-init skips"),
     ("W003", "unknown-service-manager", "A service manager cfn-init skips"),
     ("W004", "test-not-string", "A command's test that is not a string"),
-    ("W005", "string-boolean", "ignoreErrors as a string, which AWS's cfn-init reads as true unless empty"),
+    (
+        "W005",
+        "string-boolean",
+        "ignoreErrors as a string that reads as false though it is not false, no, n, 0 or empty (\"on\", \"2\")",
+    ),
     ("W006", "basic-auth-over-http", "A basic authentication block used over plain http"),
     ("W007", "dropped-authentication", "An authentication block cfn-init drops"),
     ("W008", "no-default-configset", "configSets without default, and nothing says which cfn-init runs"),
+    (
+        "W009",
+        "authentication-fallback",
+        "An authentication name that no block defines, where cfn-init falls back to a block matching the URL",
+    ),
+    ("W010", "no-echo-in-init", "A NoEcho parameter's value written into Init: the metadata is not secret"),
+    ("W011", "service-list-as-string", "A service's files, commands, … given as a string instead of a list"),
 ];
 
 const CONFIG_KEYS: [&str; 7] = ["packages", "groups", "users", "sources", "files", "commands", "services"];
@@ -164,6 +235,7 @@ const AUTH_KEYS: [&str; 10] = [
 struct Checker<'a> {
     metadata: &'a Value,
     document: &'a InitDocument,
+    platform: Platform,
     findings: Vec<Finding>,
     skipped: Vec<Skipped>,
 }
@@ -227,9 +299,15 @@ pub fn check(metadata: &Value, document: &InitDocument, requested: &Requested) -
     check_all(metadata, document, requested).findings
 }
 
-/// [`check`], and the checks skipped for want of values.
+/// [`check`], and the checks skipped for want of values, for the system the Init says
+/// it is for ([`Platform::of`]).
 pub fn check_all(metadata: &Value, document: &InitDocument, requested: &Requested) -> Checked {
-    let mut checker = Checker { metadata, document, findings: Vec::new(), skipped: Vec::new() };
+    check_on(metadata, document, requested, Platform::of(document))
+}
+
+/// [`check_all`] for an Init run on `platform`.
+pub fn check_on(metadata: &Value, document: &InitDocument, requested: &Requested, platform: Platform) -> Checked {
+    let mut checker = Checker { metadata, document, platform, findings: Vec::new(), skipped: Vec::new() };
     run_checks(&mut checker, requested);
     let Checker { mut findings, mut skipped, .. } = checker;
     findings.retain(|finding| {
@@ -406,7 +484,7 @@ fn check_packages(checker: &mut Checker<'_>, section: &Section<ManagerPackages>)
                     }
                 }
             }
-            Ok(ManagerPackages::Msi { listed: true }) => {
+            Ok(ManagerPackages::Msi { listed: true }) if checker.platform == Platform::Linux => {
                 checker.error("E050", &manager.pointer, "MSI support is only available under Windows");
             }
             Ok(ManagerPackages::Unsupported) => {
@@ -414,7 +492,7 @@ fn check_packages(checker: &mut Checker<'_>, section: &Section<ManagerPackages>)
                     checker.warning("W002", &manager.pointer, format!("Unsupported package manager: {}", manager.key));
                 with_help(finding, "cfn-init skips it; the managers are: apt, yum, dnf, zypper, python, rubygems, rpm");
             }
-            Ok(ManagerPackages::Msi { listed: false }) | Err(_) => {}
+            Ok(ManagerPackages::Msi { .. }) | Err(_) => {}
         }
     }
 }
@@ -429,12 +507,16 @@ fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<crate::d
             with_help(finding, "cfn-init skips it; the managers are: sysvinit, systemd");
             continue;
         }
-        if manager.key == "windows" && !services.is_empty() {
-            checker.error("E050", &manager.pointer, "Cannot modify windows services without pywin32");
+        if manager.key == "windows" && !services.is_empty() && checker.platform == Platform::Linux {
+            let finding = checker.error("E050", &manager.pointer, "Cannot modify windows services without pywin32");
+            with_help(finding, "windows services need the Windows cfn-init (cfn-init.exe) on a Windows instance");
         }
         for service in services {
             match &service.spec {
-                Ok(_) => checker.unknown_keys(&service.pointer, &SERVICE_KEYS, "service"),
+                Ok(_) => {
+                    checker.unknown_keys(&service.pointer, &SERVICE_KEYS, "service");
+                    lists_as_strings(checker, &service.pointer, &service.key);
+                }
                 Err(ModelError(message)) => {
                     checker.error("E021", &service.pointer, message.clone());
                 }
@@ -443,11 +525,38 @@ fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<crate::d
     }
 }
 
+/// A service's `files`, `commands`, … given as one string (W011): AWS's cfn-init takes
+/// each of its characters as a name, so nothing it means ever restarts the service; this
+/// cfn-init takes the string as one name (docs/compatibility.md).
+fn lists_as_strings(checker: &mut Checker<'_>, pointer: &str, service: &str) {
+    let mut strings: Vec<(String, String)> = ["files", "sources", "commands", "groups", "users"]
+        .iter()
+        .map(|key| (format!("{pointer}/{key}"), key.to_string()))
+        .collect();
+    if let Some(Value::Object(managers)) = checker.raw(&format!("{pointer}/packages")) {
+        for manager in managers.keys() {
+            strings.push((format!("{pointer}/packages/{}", pointer_step(manager)), format!("packages/{manager}")));
+        }
+    }
+    for (at, key) in strings {
+        let Some(Value::String(name)) = checker.raw(&at).cloned() else { continue };
+        let message = format!(
+            "the {key} of service {service} is the string \"{name}\": AWS's cfn-init takes each character as a name, so a change to {name} never restarts {service}; this one takes it as one name"
+        );
+        let finding = checker.warning("W011", &at, message);
+        finding.target = Target::Value;
+        with_help(finding, format!("write a list: [\"{name}\"]"));
+    }
+}
+
 fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
-    if !spec.path.starts_with('/') {
+    if !checker.platform.is_absolute(&spec.path) {
         let message = format!("File specified with non-absolute path: {}", spec.path);
-        let finding = checker.push(Severity::Error, "E030", pointer, Target::Key, message);
-        with_help(finding, format!("use an absolute path: /{}", spec.path));
+        let help = match checker.platform {
+            Platform::Linux => format!("use an absolute path: /{}", spec.path),
+            Platform::Windows => format!("use an absolute path with its drive: c:\\{}", spec.path),
+        };
+        with_help(checker.push(Severity::Error, "E030", pointer, Target::Key, message), help);
     }
     let raw_content = checker.raw(&format!("{pointer}/content")).filter(|c| cfn_python::truth::is_truthy(c));
     if spec.is_symlink() {
@@ -557,16 +666,7 @@ fn check_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, so
         return;
     }
     match checker.document.authentication(name).map(|block| &block.spec) {
-        None => {
-            let known: Vec<&str> = checker.document.authentication.iter().map(|b| b.key.as_str()).collect();
-            let message = format!("authentication {name} is not defined in AWS::CloudFormation::Authentication");
-            let help = if known.is_empty() {
-                "define it under AWS::CloudFormation::Authentication".to_string()
-            } else {
-                format!("the blocks are: {}", known.join(", "))
-            };
-            with_help(checker.error("E036", &pointer, message), help);
-        }
+        None => unknown_authentication(checker, &pointer, name, source),
         Some(Ok(AuthBlock::Basic(_))) if source.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")) => {
             let message = format!("authentication {name} sends a password over plain http");
             let finding = checker.warning("W006", &pointer, message);
@@ -575,6 +675,113 @@ fn check_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, so
         }
         Some(_) => {}
     }
+}
+
+/// A file naming an authentication block that does not exist: cfn-init falls back to
+/// the default choice (INIT-AUTH-05): a block that matches the URL is used all the same
+/// (W009, typically `S3auth` for `S3Auth`); with none, the file is fetched without
+/// credentials (E036: the object the name was for is private).
+fn unknown_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, source: &str) {
+    let blocks = Authentication::parse(checker.metadata.get(crate::document::AUTH_KEY).unwrap_or(&Value::Null));
+    let s3 = cfn_aws::s3url::parse(source, &cfn_aws::endpoint::Endpoints::builtin());
+    let message = format!("authentication {name} is not defined in AWS::CloudFormation::Authentication");
+    if let Some(fallback) = blocks.select(source, s3.as_ref(), None, "") {
+        let message = format!("{message}; cfn-init falls back to the block {} that matches the URL", fallback.name());
+        let finding = checker.warning("W009", pointer, message);
+        finding.target = Target::Value;
+        return with_help(finding, format!("name the block as it is spelt: {}", fallback.name()));
+    }
+    if checker.skips("E036", pointer, source) {
+        return;
+    }
+    let known: Vec<&str> = checker.document.authentication.iter().map(|b| b.key.as_str()).collect();
+    let help = if known.is_empty() {
+        "define it under AWS::CloudFormation::Authentication".to_string()
+    } else {
+        format!("the blocks are: {}", known.join(", "))
+    };
+    let message = format!("{message}, and no block matches the URL: cfn-init fetches it without credentials");
+    with_help(checker.error("E036", pointer, message), help);
+}
+
+/// Where NoEcho parameters' values are written into Init (W010): in a file, a command,
+/// its environment, … Each of `secrets` (parameter names) is found by its unknown,
+/// which checking gives a NoEcho parameter instead of its Default
+/// ([`cfn_template::Template::no_echo_parameters`]); one finding per parameter and entry.
+pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
+    let Some(init) = metadata.get(crate::document::INIT_KEY) else { return Vec::new() };
+    let markers: Vec<(&str, String)> = secrets.iter().map(|name| (*name, unknown::marker(name))).collect();
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut pending = vec![(format!("/{}", pointer_step(crate::document::INIT_KEY)), Vec::<String>::new(), init)];
+    while let Some((pointer, path, value)) = pending.pop() {
+        match value {
+            Value::String(text) => {
+                for (name, marker) in &markers {
+                    if !text.contains(marker.as_str()) || path.first().is_some_and(|c| c == "configSets") {
+                        continue;
+                    }
+                    let entry = path.iter().take(3).map(|s| format!("/{}", pointer_step(s))).collect::<String>();
+                    let entry = format!("/{}{entry}", pointer_step(crate::document::INIT_KEY));
+                    if findings.iter().any(|f| f.pointer.starts_with(&entry) && f.message.contains(&format!(" {name} "))) {
+                        continue;
+                    }
+                    let message = format!(
+                        "the NoEcho parameter {name} is written into {}: its value is plain text in the stack's metadata, which anyone allowed cloudformation:DescribeStackResource reads, and cfn-init stores the metadata on the instance",
+                        describe_entry(&path)
+                    );
+                    let help = "fetch the secret on the instance with its role (Secrets Manager, SSM Parameter Store SecureString) instead of passing it through Init";
+                    findings.push(Finding {
+                        severity: Severity::Warning,
+                        code: "W010",
+                        message,
+                        pointer: pointer.clone(),
+                        target: Target::Value,
+                        help: Some(help.to_string()),
+                    });
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    let mut path = path.clone();
+                    path.push(i.to_string());
+                    pending.push((format!("{pointer}/{i}"), path, item));
+                }
+            }
+            Value::Object(entries) => {
+                for (key, item) in entries.iter().rev() {
+                    let mut path = path.clone();
+                    path.push(key.clone());
+                    pending.push((format!("{pointer}/{}", pointer_step(key)), path, item));
+                }
+            }
+            _ => {}
+        }
+    }
+    findings
+}
+
+/// "the file /etc/x", "the environment of command 01", … for a path under Init
+/// (config, section, entry, …).
+fn describe_entry(path: &[String]) -> String {
+    let (Some(section), Some(entry)) = (path.get(1), path.get(2)) else {
+        return "the Init".to_string();
+    };
+    let what = match section.as_str() {
+        "files" => "file",
+        "commands" => "command",
+        "sources" => "source",
+        "services" => "services of",
+        "packages" => "packages of",
+        "users" => "user",
+        "groups" => "group",
+        other => other,
+    };
+    let within = match (section.as_str(), path.get(3).map(String::as_str)) {
+        ("commands", Some("env")) => "the environment of ",
+        ("files", Some("context")) => "the Mustache context of ",
+        _ => "",
+    };
+    format!("{within}the {what} {entry}")
 }
 
 fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
@@ -595,17 +802,19 @@ fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
     {
         return;
     }
-    if let Some(value @ Value::String(text)) = checker.raw(&ignore_errors) {
-        // This cfn-init reads "false" as false; AWS's reads any non-empty string as true.
-        let (ours, theirs) = (cfn_python::truth::is_true(value), !text.is_empty());
-        let message = if ours == theirs {
-            format!("ignoreErrors is the string \"{text}\", not a boolean")
-        } else {
-            format!("ignoreErrors is the string \"{text}\": AWS's cfn-init reads it as {theirs}, this one as {ours}")
-        };
+    // cfn-init reads a string as true when it is true, yes, y or 1 (trimmed, any case;
+    // SPEC 10.11): "false" and "true" mean what they say, and are not worth a word. A
+    // string that is none of those nor an obvious false ("on", "2") is false, which its
+    // author may not have meant.
+    if let Some(value @ Value::String(text)) = checker.raw(&ignore_errors)
+        && !cfn_python::truth::is_true(value)
+        && !matches!(text.trim().to_ascii_lowercase().as_str(), "" | "false" | "no" | "n" | "0")
+    {
+        let message =
+            format!("ignoreErrors is the string \"{text}\", which cfn-init reads as false (only true, yes, y and 1 are true)");
         let finding = checker.warning("W005", &format!("{pointer}/ignoreErrors"), message);
         finding.target = Target::Value;
-        with_help(finding, format!("write the boolean {ours} without quotes"));
+        with_help(finding, "write the boolean true or false without quotes");
     }
 }
 
@@ -704,6 +913,105 @@ mod tests {
                 ("E021", vec!["Mode".to_string()]),
             ]
         );
+    }
+
+    #[test]
+    fn windows_inits_are_checked_with_windows_rules() {
+        // Issue 30: c:\\cfn\\cfn-hup.conf is absolute on the instance it is for.
+        let init = json!({"config": {
+            "files": {"c:\\cfn\\cfn-hup.conf": {"content": "x"}, "C:/cfn/a": {"content": "x"},
+                      "\\\\server\\share\\b": {"content": "x"}, "cfn\\relative": {"content": "x"}},
+            "packages": {"msi": {"app": "https://example.com/app.msi"}},
+            "services": {"windows": {"cfn-hup": {"enabled": "true"}}}
+        }});
+        let metadata = json!({ INIT_KEY: init });
+        let document = InitDocument::parse(&metadata).unwrap();
+        assert_eq!(Platform::of(&document), Platform::Windows);
+        let found = check(&metadata, &document, &Requested::Every { told: true });
+        let found: Vec<(&str, &str)> = found.iter().map(|f| (f.code, f.message.as_str())).collect();
+        assert_eq!(found, [("E030", "File specified with non-absolute path: cfn\\relative")]);
+        // The same Init judged for Linux: the drive paths are relative, msi and windows refused.
+        let linux = check_on(&metadata, &document, &Requested::Every { told: true }, Platform::Linux).findings;
+        let codes: Vec<&str> = linux.iter().map(|f| f.code).collect();
+        assert_eq!(codes, ["E050", "E030", "E030", "E030", "E030", "E050"]);
+        assert!(Platform::Windows.is_absolute("\\temp") && Platform::Windows.is_absolute("/x"));
+        assert!(!Platform::Windows.is_absolute("c:temp") && !Platform::Linux.is_absolute("c:\\x"));
+        let linux_init = json!({ INIT_KEY: {"config": {"files": {"/etc/a": {"content": "x"}}}} });
+        assert_eq!(Platform::of(&InitDocument::parse(&linux_init).unwrap()), Platform::Linux);
+    }
+
+    #[test]
+    fn an_undefined_authentication_name_falls_back_to_a_matching_block() {
+        let metadata = json!({
+            INIT_KEY: {"config": {"files": {
+                "/a": {"source": "https://bucket.s3.amazonaws.com/a", "authentication": "S3auth"},
+                "/b": {"source": "https://other.s3.amazonaws.com/b", "authentication": "S3auth"},
+                "/c": {"source": "https://example.com/c", "authentication": "web"},
+            }}},
+            "AWS::CloudFormation::Authentication": {
+                "S3Auth": {"type": "S3", "buckets": ["bucket"], "roleName": "r"},
+                "Web": {"type": "basic", "uris": ["https://example.com/"], "username": "u", "password": "p"},
+            }
+        });
+        let document = InitDocument::parse(&metadata).unwrap();
+        let found = check(&metadata, &document, &Requested::Every { told: true });
+        let found: Vec<(&str, Severity, &str)> = found.iter().map(|f| (f.code, f.severity, f.pointer.as_str())).collect();
+        let files = format!("/{INIT_KEY}/config/files");
+        assert_eq!(
+            found,
+            [
+                ("W009", Severity::Warning, format!("{files}/~1a/authentication").as_str()),
+                ("E036", Severity::Error, format!("{files}/~1b/authentication").as_str()),
+                ("W009", Severity::Warning, format!("{files}/~1c/authentication").as_str()),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_echo_parameters_written_into_init_are_named_once_per_entry() {
+        let secret = unknown::marker("DbPassword");
+        let metadata = json!({ INIT_KEY: {
+            "configSets": {"default": ["config"]},
+            "config": {
+                "files": {"/etc/db.conf": {"content": format!("user=app\npassword={secret}\nagain={secret}\n")}},
+                "commands": {"01": {"command": "setup", "env": {"PW": secret}}},
+            }
+        }});
+        let found = secrets_in_init(&metadata, &["DbPassword", "Other"]);
+        let found: Vec<(&str, &str)> = found.iter().map(|f| (f.code, f.pointer.as_str())).collect();
+        let config = format!("/{INIT_KEY}/config");
+        assert_eq!(
+            found,
+            [("W010", format!("{config}/files/~1etc~1db.conf/content").as_str()), ("W010", format!("{config}/commands/01/env/PW").as_str())]
+        );
+        let messages: Vec<String> = secrets_in_init(&metadata, &["DbPassword"]).into_iter().map(|f| f.message).collect();
+        assert!(messages[0].contains("into the file /etc/db.conf"), "{}", messages[0]);
+        assert!(messages[1].contains("into the environment of the command 01"), "{}", messages[1]);
+        assert!(secrets_in_init(&metadata, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_service_list_given_as_a_string_is_a_warning() {
+        let init = json!({"config": {"services": {"sysvinit": {"nginx": {
+            "files": "/etc/nginx/nginx.conf", "commands": ["ok"], "packages": {"yum": "nginx"}
+        }}}}});
+        let found = findings(init);
+        let codes: Vec<(&str, &str)> = found.iter().map(|(c, p, _)| (*c, p.as_str())).collect();
+        let nginx = format!("/{INIT_KEY}/config/services/sysvinit/nginx");
+        assert_eq!(codes, [("W011", format!("{nginx}/files").as_str()), ("W011", format!("{nginx}/packages/yum").as_str())]);
+    }
+
+    #[test]
+    fn a_string_ignore_errors_is_a_warning_only_when_it_reads_false_unexpectedly() {
+        let with = |value: &str| json!({"config": {"commands": {"01": {"command": "true", "ignoreErrors": value}}}});
+        for quiet in ["true", "false", " TRUE ", "yes", "no", "0", "1", ""] {
+            assert_eq!(findings(with(quiet)), [], "{quiet:?}");
+        }
+        for loud in ["on", "2", "enabled"] {
+            let found = findings(with(loud));
+            assert_eq!(found.len(), 1, "{loud:?}");
+            assert!(found[0].2.contains("reads as false"), "{}", found[0].2);
+        }
     }
 
     #[test]
