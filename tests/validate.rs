@@ -148,7 +148,8 @@ fn cases() -> Vec<Case> {
             "E036",
             files("        \"/etc/a\": {\"source\": \"https://example.com/a\", \"authentication\": \"web\"}"),
             "\"web\"",
-            "authentication web is not defined in AWS::CloudFormation::Authentication",
+            "authentication web is not defined in AWS::CloudFormation::Authentication, and no block matches the URL: \
+             cfn-init fetches it without credentials",
         ),
         Case {
             help: Some("use the object's https URL: https://my-bucket.s3.amazonaws.com/app.conf"),
@@ -173,7 +174,10 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "E050",
-            config("      \"packages\": {\"msi\": {\"app\": \"https://example.com/app.msi\"}}"),
+            // An Init for Linux (its files are at Linux paths) asking for an msi.
+            config(
+                "      \"packages\": {\"msi\": {\"app\": \"https://example.com/app.msi\"}},\n      \"files\": {\"/etc/a\": {\"content\": \"x\"}}",
+            ),
             "{\"app\"",
             "MSI support is only available under Windows",
         ),
@@ -209,9 +213,9 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "W005",
-            commands("        \"01\": {\"command\": \"make\", \"ignoreErrors\": \"false\"}"),
-            "\"false\"",
-            "ignoreErrors is the string \"false\": AWS's cfn-init reads it as true, this one as false",
+            commands("        \"01\": {\"command\": \"make\", \"ignoreErrors\": \"on\"}"),
+            "\"on\"",
+            "ignoreErrors is the string \"on\", which cfn-init reads as false (only true, yes, y and 1 are true)",
         ),
         case(
             "W006",
@@ -231,6 +235,24 @@ fn cases() -> Vec<Case> {
             ),
             "\"sso\"",
             "Unrecognized authentication type: oauth",
+        ),
+        case(
+            "W009",
+            format!(
+                "{{\"AWS::CloudFormation::Authentication\": {{\"S3Auth\": {{\"type\": \"S3\", \"buckets\": [\"b\"], \
+                 \"roleName\": \"r\"}}}},\n{}",
+                &files("        \"/etc/a\": {\"source\": \"https://b.s3.amazonaws.com/a\", \"authentication\": \"S3auth\"}")[1..]
+            ),
+            "\"S3auth\"",
+            "authentication S3auth is not defined in AWS::CloudFormation::Authentication; cfn-init falls back to the \
+             block S3Auth that matches the URL",
+        ),
+        case(
+            "W011",
+            config("      \"services\": {\"sysvinit\": {\"nginx\": {\"files\": \"/etc/nginx.conf\"}}}"),
+            "\"/etc/nginx.conf\"",
+            "the files of service nginx is the string \"/etc/nginx.conf\": AWS's cfn-init takes each character as a \
+             name, so a change to /etc/nginx.conf never restarts nginx; this one takes it as one name",
         ),
     ]
 }
@@ -329,7 +351,7 @@ fn usage_errors_exit_2() {
 
 fn bad_metadata() -> String {
     config(
-        "      \"files\": {\"etc/a\": {\"content\": \"x\"}},\n      \"commands\": {\"01\": {\"command\": \"x\", \"ignoreErrors\": \"no\"}}",
+        "      \"files\": {\"etc/a\": {\"content\": \"x\"}},\n      \"commands\": {\"01\": {\"command\": \"x\", \"ignoreErrors\": \"on\"}}",
     )
 }
 
@@ -472,9 +494,15 @@ fn a_template_is_rendered_and_its_findings_point_into_it() {
         .stdout_has(&format!("{path}:{line}:{column}: error[E030]"))
         .stdout_has(&format!("{path}: 1 error, 0 warnings in 2 resources with AWS::CloudFormation::Init\n"));
     // A resource without Init, and options that conflict.
+    // What stops a resource's check is a finding, in every format (issue 30).
     validate(&["-p", "Site=x", "-r", "Bucket"])
         .code(1)
-        .stderr_has("Bucket (/Resources/Bucket): the resource has no Metadata");
+        .stderr_is("")
+        .stdout_has("error[E004]: Bucket: the resource has no Metadata");
+    let json = validate(&["-p", "Site=x", "-r", "Bucket", "--format", "json"]);
+    json.code(1);
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!((report["findings"][0]["code"].as_str(), report["errors"].as_u64()), (Some("E004"), Some(1)));
     validate(&["-s", "stack"]).code(2).stderr_has("cannot be used with");
     let none = sandbox.path("none.yaml");
     std::fs::write(&none, "Resources:\n  Bucket:\n    Type: AWS::S3::Bucket\n").unwrap();
@@ -525,13 +553,14 @@ fn validate_t_stops_an_alias_bomb_and_chained_aliases_at_their_limits() {
             .run()
     };
     let bomb = limits.join("alias_bomb.yaml").display().to_string();
-    validate(&bomb).code(1).stdout_is("").stderr_is(&format!(
-        "cfn-bootstrap validate: {bomb}:11:14: anchors and aliases copy more than 1048576 values and characters \
+    // A template that does not load is a finding (E004), as every stop is (issue 30).
+    validate(&bomb).code(1).stderr_is("").stdout_has(&format!(
+        "{bomb}:11:14: error[E004]: anchors and aliases copy more than 1048576 values and characters \
          (the limit for a 644-byte template: 16 per byte, at least 1048576, at most 4194304)\n"
     ));
     let chain = limits.join("chained_aliases.yaml").display().to_string();
-    validate(&chain).code(1).stdout_is("").stderr_is(&format!(
-        "cfn-bootstrap validate: {chain}:7:135: values are nested more than 128 deep with this alias expanded \
+    validate(&chain).code(1).stderr_is("").stdout_has(&format!(
+        "{chain}:7:135: error[E004]: values are nested more than 128 deep with this alias expanded \
          (each collection and short-form tag is a level)\n"
     ));
 }
@@ -595,20 +624,23 @@ fn template_file(sandbox: &Sandbox, name: &str, text: &str) -> String {
 #[test]
 fn templates_with_required_parameters_validate_without_values() {
     let sandbox = sandbox();
-    for name in [
-        "seed.yaml",
-        "lamp_single_instance.yaml",
-        "lamp_single_instance.json",
-        "wordpress_single_instance.yaml",
-        "wordpress_single_instance.json",
+    // AWS's samples write their NoEcho database passwords (and user) into files and
+    // commands: W010 for each parameter and entry, nothing else.
+    for (name, no_echo) in [
+        ("seed.yaml", 0),
+        ("lamp_single_instance.yaml", 6),
+        ("lamp_single_instance.json", 6),
+        ("wordpress_single_instance.yaml", 4),
+        ("wordpress_single_instance.json", 4),
     ] {
         let path = workspace().join("tests/templates").join(name).display().to_string();
         let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).run();
         // Their user data runs cfn-init with --configsets: no W008 (cfn-init without
         // --configsets would fail) since something tells which configSets run.
-        run.code(0)
-            .stderr_is("")
-            .stdout_is(&format!("{path}: 0 errors, 0 warnings in 1 resource with AWS::CloudFormation::Init\n"));
+        let summary = format!("{path}: 0 errors, {no_echo} warnings in 1 resource with AWS::CloudFormation::Init\n");
+        run.code(0).stderr_is("").stdout_has(&summary);
+        assert_eq!(run.stdout.matches("warning[W010]: the NoEcho parameter DB").count(), no_echo, "{run}");
+        assert_eq!(run.stdout.matches("warning[").count(), no_echo, "{run}");
     }
 }
 
@@ -650,7 +682,10 @@ fn unknowns_keep_real_mistakes_and_skip_what_needs_a_value() {
     assert!(run.stdout.contains(&e037), "{run}");
     validate(&["-p", "Env=prod"]).code(1).stdout_has(&e034);
     // A value not allowed is still refused.
-    validate(&["-p", "Env=test"]).code(1).stdout_is("").stderr_has("must be one of AllowedValues");
+    validate(&["-p", "Env=test"])
+        .code(1)
+        .stderr_is("")
+        .stdout_has("error[E004]: Web: Parameter 'Env' must be one of AllowedValues (given: \"test\")");
 }
 
 /// Issue 23 point 2: without -c every configSet is checked, W008 on configSets without
@@ -723,7 +758,8 @@ fn the_large_benchmark_template_validates_clean() {
         .run()
         .code(0)
         .stderr_is("")
-        .stdout_is(&format!("{path}: 0 errors, 0 warnings in 10 resources with AWS::CloudFormation::Init\n"));
+        .stdout_has(&format!("{path}: 0 errors, 10 warnings in 10 resources with AWS::CloudFormation::Init\n"))
+        .stdout_has("warning[W010]: the NoEcho parameter DBPassword is written into the file /srv/web1/app/config.php");
 }
 
 /// A template whose Init has `files` files with relative paths: one finding each.
@@ -748,4 +784,80 @@ fn tens_of_thousands_of_init_findings_are_quick() {
     let json: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(json["errors"], 40_000);
     assert!(run.elapsed < std::time::Duration::from_secs(15), "took {:?}", run.elapsed);
+}
+
+/// Issue 30 point 2: a Windows instance's Init (seen from `cfn-init.exe` in its user data
+/// and its `c:\cfn` paths) is judged with Windows rules; Rules functions, a resource under
+/// a false condition and a NoEcho parameter in a file do not stop the check; the
+/// `cfn-init.exe` call is checked like any other.
+const WINDOWS_YAML: &str = r#"Parameters:
+  AdminPassword: {Type: String, NoEcho: true, Default: hunter2}
+  Env: {Type: String, Default: dev}
+Conditions:
+  Prod: !Equals [!Ref Env, prod]
+Rules:
+  KnownEnv:
+    Assertions:
+      - Assert: !Contains [[dev, prod], !Ref Env]
+        AssertDescription: !Sub "Env is ${Env}"
+      - Assert: !EachMemberIn [!ValueOfAll ['AWS::EC2::Subnet::Id', VpcId], !RefAll 'AWS::EC2::VPC::Id']
+Resources:
+  Server:
+    Type: AWS::EC2::Instance
+    Condition: Prod
+    Metadata:
+      AWS::CloudFormation::Init:
+        config:
+          files:
+            'c:\cfn\cfn-hup.conf':
+              content: !Sub "[main]\nstack=${AWS::StackId}\nregion=${AWS::Region}\n"
+            'c:\cfn\hooks.d\cfn-auto-reloader.conf':
+              content: !Sub "[cfn-auto-reloader-hook]\ntriggers=post.update\npath=Resources.Server.Metadata.AWS::CloudFormation::Init\naction=cfn-init.exe -v -s ${AWS::StackId} -r Server --region ${AWS::Region}\n"
+            'c:\setup\admin.txt':
+              content: !Sub "password=${AdminPassword}"
+          commands:
+            1-install:
+              command: !Join ['', ['powershell.exe -Command "Install-WindowsFeature Web-Server"']]
+              waitAfterCompletion: '0'
+          services:
+            windows:
+              cfn-hup:
+                enabled: 'true'
+                ensureRunning: 'true'
+                files: ['c:\cfn\cfn-hup.conf', 'c:\cfn\hooks.d\cfn-auto-reloader.conf']
+    Properties:
+      UserData: !Base64
+        Fn::Sub: |
+          <script>
+          cfn-init.exe -v -s ${AWS::StackId} -r Server -c nosuchset --region ${AWS::Region}
+          cfn-signal.exe -e %ERRORLEVEL% --stack ${AWS::StackId} --resource Server --region ${AWS::Region}
+          </script>
+    CreationPolicy: {ResourceSignal: {Timeout: PT30M}}
+"#;
+
+#[test]
+fn a_windows_template_with_rules_and_conditions_is_checked_with_windows_rules() {
+    let sandbox = sandbox();
+    let path = template_file(&sandbox, "windows.yaml", WINDOWS_YAML);
+    let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
+    let run = validate(&["--format", "json"]);
+    run.code(1).stderr_is("");
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    // The configSet the call asks for, and the password written into a file: nothing
+    // about paths, windows services or the Rules.
+    assert_eq!(codes, ["W010", "E062"], "{run}");
+    assert!(report["findings"][0]["message"].as_str().unwrap().contains("AdminPassword is written into the file c:\\setup\\admin.txt"));
+    assert!(report["findings"][1]["message"].as_str().unwrap().contains("no configSet named nosuchset"));
+    // -r naming the conditional resource: a note, the same findings.
+    validate(&["-r", "Server"])
+        .code(1)
+        .stderr_is("cfn-bootstrap validate: note: Server is created only when its condition Prod is true; it is checked as when created\n")
+        .stdout_has("error[E062]");
+    // The same Init called as Linux's cfn-init: the c:\ paths are not absolute there.
+    let linux = WINDOWS_YAML.replace("cfn-init.exe", "/opt/aws/bin/cfn-init").replace("c:\\", "cfn\\");
+    let path = template_file(&sandbox, "linux.yaml", &linux);
+    let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).run();
+    run.code(1).stdout_has("error[E030]: File specified with non-absolute path: cfn\\setup\\admin.txt");
+    run.stdout_has("error[E050]: Cannot modify windows services without pywin32");
 }

@@ -411,8 +411,9 @@ fn the_user_data_of_a_template_is_read_within_its_work_bound() {
     let file = path.display().to_string();
     let (line, column) = place_of(&text, r#""I03""#, r#""Fn::Base64": {"#);
     let run = validate_bounded(&sandbox, &file);
-    run.code(1).stdout_is("").stderr_is(&format!(
-        "cfn-bootstrap validate: {file}:{line}:{}: I03 (/Resources/I03/Properties/UserData/Fn::Base64): flattening the \
+    // A finding (E004), as every stop of a template's check is (issue 30).
+    run.code(1).stderr_is("").stdout_has(&format!(
+        "{file}:{line}:{}: error[E004]: I03: flattening the \
          user data and cfn-hup files of the template takes more than 4194304 steps (the limit for a {}-byte \
          template: 32 per byte, at least 4194304, at most 67108864)\n",
         column + r#""Fn::Base64": "#.len() as u64,
@@ -583,6 +584,6 @@ fn terminal_controls_in_a_template_are_shown_escaped() {
     run.stdout_has(&format!("has no configSet named {HOSTILE_SHOWN}\n"));
     let run = validate_with("t.json", &template, &["-r", "Missing"]);
     assert_eq!(run.code, 1, "{run}");
-    assert_no_terminal_controls(&run.stderr, "validate's stderr");
-    run.stderr_has(&format!("R{HOSTILE_SHOWN}"));
+    assert_no_terminal_controls(&run.stdout, "validate's stdout");
+    run.stdout_has(&format!("R{HOSTILE_SHOWN}"));
 }

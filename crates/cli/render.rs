@@ -148,7 +148,7 @@ pub fn inputs(matches: &ArgMatches, region: Option<String>) -> Inputs {
 
 /// The template at `path` (`-`: standard input), parsed; an error is the message to print.
 pub fn read_template(path: &str) -> Result<(Template, String), String> {
-    let source = read(path)?;
+    let source = read_source(path)?;
     let template = Template::parse(path, &source).map_err(|e| e.to_string())?;
     Ok((template, source))
 }
@@ -167,7 +167,8 @@ pub fn metadata((template, _): &(Template, String), resource: &str, inputs: &Inp
     })
 }
 
-fn read(path: &str) -> Result<String, String> {
+/// A template's text: the file, or standard input for `-`.
+pub fn read_source(path: &str) -> Result<String, String> {
     let mut bytes = Vec::new();
     let read = if path == "-" {
         std::io::stdin().lock().read_to_end(&mut bytes).map(|_| ())

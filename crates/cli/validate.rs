@@ -14,7 +14,7 @@ use crate::options;
 use crate::render::{self, TEMPLATE};
 use crate::terminal_text;
 use cfn_aws::Imds;
-use cfn_configsets::checks::{self, Checked, Finding, RULES, Requested, Severity, Skipped, Target};
+use cfn_configsets::checks::{self, Checked, Finding, Platform, RULES, Requested, Severity, Skipped, Target};
 use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
 use cfn_metadata::source::{MetadataSource, SourceError};
@@ -165,7 +165,7 @@ fn format(matches: &ArgMatches) -> &str {
 
 /// Every finding of `input`: duplicate keys, then the checks of its Init.
 pub fn validate(input: &Input, requested: &Requested) -> Checked {
-    let mut checked = check_init(&input.value, requested);
+    let mut checked = check_init(&input.value, requested, None);
     let mut findings = input.text.as_deref().map(duplicates).unwrap_or_default();
     findings.append(&mut checked.findings);
     Checked { findings, ..checked }
@@ -207,8 +207,9 @@ fn duplicates(text: &str) -> Vec<Finding> {
         .collect()
 }
 
-/// The checks of the Init in `metadata`.
-fn check_init(metadata: &Value, requested: &Requested) -> Checked {
+/// The checks of the Init in `metadata`, for `platform` when something outside the Init
+/// says which (the user data's `cfn-init.exe`), else for the one the Init says.
+fn check_init(metadata: &Value, requested: &Requested, platform: Option<Platform>) -> Checked {
     let only = |finding: Finding| Checked { findings: vec![finding], skipped: Vec::new() };
     // An empty Init is not truthy: cfn-init says it found none and exits 0 (INIT-CLI-07).
     if metadata.get("AWS::CloudFormation::Init").is_some_and(|init| init.as_object().is_some_and(|m| m.is_empty())) {
@@ -222,7 +223,10 @@ fn check_init(metadata: &Value, requested: &Requested) -> Checked {
         });
     }
     match InitDocument::parse(metadata) {
-        Ok(document) => checks::check_all(metadata, &document, requested),
+        Ok(document) => {
+            let platform = platform.unwrap_or_else(|| Platform::of(&document));
+            checks::check_on(metadata, &document, requested, platform)
+        }
         Err(e) => only(Finding {
             severity: Severity::Error,
             code: "E003",
@@ -236,52 +240,91 @@ fn check_init(metadata: &Value, requested: &Requested) -> Checked {
 
 /// `-t`: the Metadata of `-r`, or of every resource with Init, rendered and checked; the
 /// findings point into the template (`/Resources/<R>/Metadata/...`), and a JSON
-/// template's duplicate keys are found wherever they are.
+/// template's duplicate keys are found wherever they are. What stops a check (a template
+/// that does not parse, Metadata that does not resolve) is a finding too (E004), in
+/// every format; only a file that cannot be read is not.
 fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Located>), ExitCode> {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
-    let failed = |message: &str| {
-        complain(message);
-        Err(ExitCode::FAILURE)
+    let source = match render::read_source(path) {
+        Ok(source) => source,
+        Err(message) => {
+            complain(&message);
+            return Err(ExitCode::FAILURE);
+        }
     };
-    let rendered = match render::read_template(path) {
-        Ok(rendered) => rendered,
-        Err(message) => return failed(&message),
+    let mut input = Input {
+        name: path.to_string(),
+        uri: (path != "-").then(|| path.to_string()),
+        value: Value::Null,
+        text: None,
+        template: None,
+        found: None,
+        resources: Some(0),
     };
-    let resources: Vec<String> = match text("logical_resource_id") {
-        Some(resource) => vec![resource],
-        None => rendered.0.resources_with_init().into_iter().map(String::from).collect(),
+    let template = match Template::parse(path, &source) {
+        Ok(template) => template,
+        Err(error) => {
+            let position = error.position.map(|p| (p.line, p.column));
+            let finding = stopped(&error, String::new());
+            input.text = Some(source);
+            return Ok((input, vec![(finding, position)]));
+        }
+    };
+    let verbose_on = matches.get_flag("verbose");
+    let chosen = text("logical_resource_id");
+    let resources: Vec<String> = match &chosen {
+        Some(resource) => vec![resource.clone()],
+        None => template.resources_with_init().into_iter().map(String::from).collect(),
     };
     // A template without Init has nothing for those checks, which is no error for a linter
     // run on every template of a repository; its user data is still read.
     let inputs = render::inputs(matches, text("region"));
-    let (from_user_data, found) = match user_data::check(&rendered.0, &rendered.1) {
+    let mut findings = duplicates(&source);
+    let (from_user_data, found) = match user_data::check(&template, &source) {
         Ok(checked) => checked,
-        Err(error) => return failed(&error.to_string()),
+        Err(error) => {
+            findings.push(stopped(&error, String::new()));
+            (Vec::new(), Value::Array(Vec::new()))
+        }
     };
     let named = user_data::configsets_named(&found);
-    let mut findings = duplicates(&rendered.1);
+    let platforms = user_data::platforms(&found);
+    let no_echo = template.no_echo_parameters();
     let mut skipped = Vec::new();
     // What is already reported, to tell a repeat in a set, not by a search of the list
     // (quadratic in the findings).
     let mut seen: HashSet<Finding> = findings.iter().cloned().collect();
     let mut seen_skips: HashSet<Skipped> = HashSet::new();
     for resource in &resources {
-        let checked = match rendered.0.metadata_for_checks(resource, &inputs) {
+        let condition = template.value().pointer(&format!("/Resources/{}/Condition", pointer_step(resource)));
+        if let Some(Value::String(condition)) = condition
+            && (verbose_on || chosen.is_some())
+        {
+            complain(&format!(
+                "note: {resource} is created only when its condition {condition} is true; it is checked as when created"
+            ));
+        }
+        let checked = match template.metadata_for_checks(resource, &inputs) {
             Ok(checked) => checked,
-            Err(error) => return failed(&error.to_string()),
+            Err(error) => {
+                findings.push(stopped(&error, format!("/Resources/{}", pointer_step(resource))));
+                continue;
+            }
         };
-        if !checked.complete && matches.get_flag("verbose") {
+        if !checked.complete && verbose_on {
             complain(&format!(
                 "{resource}: its conditions have more than {} combinations of values; the first {0} were checked",
                 cfn_template::MAX_VARIANTS
             ));
         }
         let requested = requested_for(text("configsets").as_deref(), named.contains_key(resource));
-        let within = format!("/Resources/{}/Metadata", resource.replace('~', "~0").replace('/', "~1"));
+        let platform = platforms.get(resource).copied();
+        let within = format!("/Resources/{}/Metadata", pointer_step(resource));
         // Each combination of the conditions left undecided is checked; a finding of
         // several is reported once.
         for metadata in &checked.variants {
-            let Checked { findings: found, skipped: skips } = check_init(metadata, &requested);
+            let Checked { findings: mut found, skipped: skips } = check_init(metadata, &requested, platform);
+            found.extend(checks::secrets_in_init(metadata, &no_echo));
             for finding in found {
                 let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
                 if seen.insert(finding.clone()) {
@@ -297,18 +340,31 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
         }
     }
     verbose(matches, &skipped);
-    let (template, source) = rendered;
     let input = Input {
-        name: path.to_string(),
-        uri: (path != "-").then(|| path.to_string()),
-        value: Value::Null,
         text: Some(source),
         template: Some(template),
         found: Some(found),
         resources: Some(resources.len()),
+        ..input
     };
     let located = locate(&input, &findings, from_user_data);
     Ok((input, located))
+}
+
+/// A JSON pointer's step for a name (`~` and `/` escaped).
+fn pointer_step(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// What stopped a template's check, as a finding (E004) at the error's place (else at
+/// `pointer`), naming the resource it was in.
+fn stopped(error: &cfn_template::Error, pointer: String) -> Finding {
+    let message = match &error.resource {
+        Some(resource) => format!("{resource}: {}", error.message),
+        None => error.message.clone(),
+    };
+    let pointer = error.pointer.clone().unwrap_or(pointer);
+    Finding { severity: Severity::Error, code: "E004", message, pointer, target: Target::Value, help: None }
 }
 
 /// Which configSets `-t` checks in a resource: those `-c` names, or every one; `told`

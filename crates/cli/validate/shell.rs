@@ -324,24 +324,42 @@ pub struct Call {
     pub tool: &'static str,
     pub at: usize,
     pub arguments: Vec<Word>,
+    /// Called as the Windows tools are (`cfn-init.exe`): the instance runs Windows.
+    pub windows: bool,
 }
 
 const TOOLS: &[&str] = &["cfn-init", "cfn-signal", "cfn-hup"];
 
 /// The cfn-init, cfn-signal and cfn-hup calls of `script`, by their command word with
-/// any directory before it (`/opt/aws/bin/cfn-init`).
+/// any directory before it (`/opt/aws/bin/cfn-init`), and the Windows tools' names
+/// (`cfn-init.exe`, `C:\\…\\cfn-init.exe`: a Windows script's backslashes are not the
+/// shell's escapes, so only how the word ends is looked at).
 pub fn calls(script: &str) -> Vec<Call> {
     commands(script)
         .into_iter()
         .filter_map(|command| {
             let mut words = command.into_iter().skip_while(|w| is_prefix(&w.text));
             let first = words.next()?;
-            let name = first.text.rsplit('/').next().unwrap_or("");
-            let tool = TOOLS.iter().find(|t| **t == name)?;
+            let (tool, windows) = tool_of(&first.text)?;
             // `sudo -u root cfn-init` was skipped up to `-u`: options of sudo are not read.
-            Some(Call { tool, at: first.start, arguments: words.collect() })
+            Some(Call { tool, at: first.start, arguments: words.collect(), windows })
         })
         .collect()
+}
+
+/// Which helper a command word calls, and whether as the Windows one.
+fn tool_of(word: &str) -> Option<(&'static str, bool)> {
+    let name = word.rsplit(['/', '\\']).next().unwrap_or("");
+    if let Some(tool) = TOOLS.iter().find(|t| **t == name) {
+        return Some((tool, false));
+    }
+    let lower = word.to_ascii_lowercase();
+    let stem = lower.strip_suffix(".exe")?;
+    let tool = TOOLS.iter().find(|t| stem.ends_with(*t))?;
+    // The word ends with the tool's name, whole: `cfn-init.exe`, `…\\cfn-init.exe`,
+    // `C:cfncfn-init.exe` (a POSIX shell's reading of `C:\\cfn\\cfn-init.exe`).
+    let before = stem[..stem.len() - tool.len()].chars().last();
+    before.is_none_or(|c| !c.is_ascii_alphanumeric() || stem.contains(':')).then_some((tool, true))
 }
 
 #[cfg(test)]
@@ -351,6 +369,16 @@ mod tests {
 
     fn texts(script: &str) -> Vec<Vec<String>> {
         commands(script).into_iter().map(|c| c.into_iter().map(|w| w.text).collect()).collect()
+    }
+
+    #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
     }
 
     #[test]
@@ -369,6 +397,16 @@ mod tests {
         let commands = commands(script);
         let stack = &commands[1][3];
         assert_eq!(&script[stack.start..stack.start + 10], "'my stack'");
+    }
+
+    #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
     }
 
     #[test]
@@ -391,6 +429,16 @@ mod tests {
     }
 
     #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
+    }
+
+    #[test]
     fn redirections_heredocs_and_prefixes_are_not_arguments() {
         let script = "cat > /etc/x <<-'EOF'\n\tcfn-init -r Nope\n\tEOF\nsudo FOO=1 /usr/local/bin/cfn-init -r R 2>&1 >> /var/log/x.log &> /dev/null\nif cfn-signal -e 0 --resource G; then :; fi\n";
         assert_eq!(
@@ -400,6 +448,16 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![("cfn-init", vec!["-r", "R"]), ("cfn-signal", vec!["-e", "0", "--resource", "G"])]
         );
+    }
+
+    #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
     }
 
     #[test]
@@ -414,6 +472,16 @@ mod tests {
     }
 
     #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
+    }
+
+    #[test]
     fn a_word_after_the_start_may_hold_a_hash_and_unclosed_quotes_end_the_script() {
         assert_eq!(texts("echo a#b 'open"), vec![vec!["echo", "a#b", "open"]]);
         assert_eq!(texts("echo \"open $(x"), vec![vec!["echo", "open $(x"], vec!["x"]]);
@@ -424,6 +492,16 @@ mod tests {
         /// Never a panic, every word's offset inside the script, and a bounded number of
         /// commands on any text, shell-like or not.
         #[test]
+    fn windows_calls_are_the_tools_called_on_windows() {
+        let script = "<script>\ncfn-init.exe -v -s S -r R --region r\n</script>\n\
+                      C:\\\\\"Program Files\"\\\\Amazon\\\\cfn-bootstrap\\\\cfn-signal.exe -e 0 h\nC:\\cfn\\cfn-hup.exe\nmycfn-init.exe\n";
+        let found: Vec<(&str, bool)> = calls(script).iter().map(|c| (c.tool, c.windows)).collect();
+        assert_eq!(found, [("cfn-init", true), ("cfn-signal", true), ("cfn-hup", true)]);
+        assert_eq!(tool_of("/opt/aws/bin/cfn-init"), Some(("cfn-init", false)));
+        assert_eq!(tool_of("CFN-INIT.EXE"), Some(("cfn-init", true)));
+    }
+
+    #[test]
         fn the_reader_never_panics_and_stays_bounded(
             script in proptest::string::string_regex("([a-z$()`'\"\\\\;&|<>#{}\\n -]|cfn-init|\\$\\(|<<-?E){0,200}").unwrap(),
             noise in ".{0,64}",

@@ -15,7 +15,7 @@ use super::lines::Lines;
 use super::shell::{self, Call, Word};
 use super::{Located, MAX_PER_PLACE};
 use crate::optparse::{Outcome, Parsed, Parser};
-use cfn_configsets::checks::{Finding, Severity, Target};
+use cfn_configsets::checks::{Finding, Platform, Severity, Target};
 use cfn_hooks::ini::Ini;
 use cfn_hooks::path::{HookPath, Target as HookTarget};
 use cfn_template::Template;
@@ -25,9 +25,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 const INIT: &str = "AWS::CloudFormation::Init";
 
-/// The files cfn-hup reads its set-up from.
+/// The files cfn-hup reads its set-up from: under /etc/cfn on Linux, `c:\\cfn` on Windows.
 fn is_hup_file(path: &str) -> bool {
-    path == "/etc/cfn/cfn-hup.conf" || path == "/etc/cfn/hooks.conf" || path.starts_with("/etc/cfn/hooks.d/")
+    let windows = path.to_ascii_lowercase().replace('/', "\\");
+    path == "/etc/cfn/cfn-hup.conf"
+        || path == "/etc/cfn/hooks.conf"
+        || path.starts_with("/etc/cfn/hooks.d/")
+        || windows == "c:\\cfn\\cfn-hup.conf"
+        || windows == "c:\\cfn\\hooks.conf"
+        || windows.starts_with("c:\\cfn\\hooks.d\\")
 }
 
 /// The findings, each with its template line and column, and what was found (the calls
@@ -110,9 +116,25 @@ fn hup_files(template: &Template) -> Vec<(String, String, String, String, &Value
     found
 }
 
-/// A value the template or the shell gives only at run time.
+/// The system each resource's Init runs on, as the cfn-init calls naming it say:
+/// `cfn-init.exe` is Windows's, any other Linux's (Windows when both are found).
+pub fn platforms(found: &Value) -> HashMap<String, Platform> {
+    let mut platforms = HashMap::new();
+    for call in found.as_array().into_iter().flatten() {
+        let Some(resource) = call["resource"].as_str().filter(|r| !unknown(r)) else { continue };
+        let platform = if call["windows"] == true { Platform::Windows } else { Platform::Linux };
+        let known = platforms.entry(resource.to_string()).or_insert(platform);
+        if platform == Platform::Windows {
+            *known = platform;
+        }
+    }
+    platforms
+}
+
+/// A value the template or the shell gives only at run time: `${…}`, `$X`, `` `…` ``,
+/// and a Windows script's `%ERRORLEVEL%`.
 fn unknown(value: &str) -> bool {
-    value.contains('$') || value.contains('`')
+    value.contains('$') || value.contains('`') || value.matches('%').count() >= 2
 }
 
 /// `us-east-1`, `us-gov-west-1`, `us-isob-east-1`: `^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+$`.
@@ -349,6 +371,7 @@ impl Checker<'_> {
             "line": line,
             "resource": resource,
             "configsets": requested,
+            "windows": call.windows,
         }));
         if unknown(&resource) {
             return;
