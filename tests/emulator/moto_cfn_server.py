@@ -17,10 +17,13 @@ Usage (needs `pip install 'moto[server]'`, tested with moto 5.2.5 / Python 3.11)
     Command event handles   : http://127.0.0.1:PORT/_events/<anything>  (PUT, recorded)
     Test introspection      : GET /_emu/ident (the --ident token), GET /_emu/signals, GET /_emu/state, POST /_emu/imds (JSON body
                               overrides IMDS fields), GET /_emu/requests (request journal),
-                              GET|POST|DELETE /_emu/faults (fault injection), GET /_emu/events
+                              GET|POST|DELETE /_emu/faults[?id=N] (fault injection), GET /_emu/events
                               (command event PUTs), GET /_emu/leaders (command leaders),
                               GET /_emu/listeners (registered command listeners),
-                              GET|POST /_emu/settings (date_offset_seconds: shifts the Date header),
+                              GET|POST /_emu/settings (date_offset_seconds: shifts the Date header;
+                              autoscaling_time_scale: lifecycle timeouts run N times faster),
+                              GET|DELETE /_emu/autoscaling, POST /_emu/autoscaling/{groups,launch,
+                              terminate,instance,target-state} (lifecycle hooks, see autoscaling.py),
                               POST /_emu/reset (forget signals/tokens/journal/faults/events/leaders,
                               settings back to their defaults)
 
@@ -95,6 +98,16 @@ What it adds on top of stock moto (everything else is passed to moto unchanged):
     matching request only with a given "probability" (flapping services, soak tests). A path
     rule with a "delay" longer than the client's timeout makes a request time out, e.g. the
     IMDSv2 token PUT while GETs are answered (what a metadata hop limit of 1 does in a container).
+  * Auto Scaling lifecycle hooks (autoscaling.py), routed by the SigV4 scope "autoscaling":
+    DescribeAutoScalingInstances, DescribeLifecycleHooks, CompleteLifecycleAction and
+    RecordLifecycleActionHeartbeat over groups, hooks and instances set up through
+    /_emu/autoscaling, with the real Pending:Wait / Terminating:Wait state machine, heartbeat
+    and global timeouts taking the hook's DefaultResult; other Auto Scaling actions are moto's.
+    IMDS serves autoscaling/target-lifecycle-state, and - when set through POST /_emu/imds -
+    spot/instance-action, events/recommendations/rebalance, events/maintenance/scheduled and
+    tags/instance/... Fault rules with "service": "autoscaling" answer Auto Scaling calls
+    (Throttling by default); any rule may answer "body_size" bytes of junk or "hang" until it
+    is deleted (DELETE /_emu/faults?id=N) or for a number of seconds.
   * Settings (POST /_emu/settings, a JSON object; GET shows them; reset by /_emu/reset):
     "date_offset_seconds" shifts the Date header of every answer on the main port (and
     --tls-port) by that many seconds, as if the service's clock were that far ahead (negative:
@@ -121,6 +134,8 @@ from urllib.parse import parse_qsl, quote, urlparse
 from xml.sax.saxutils import escape
 
 from werkzeug.serving import make_server, run_simple
+
+import autoscaling
 
 import moto.cloudformation.parsing as cfn_parsing
 from moto.cloudformation.models import Event, cloudformation_backends
@@ -560,13 +575,13 @@ def render(action, result, as_json):
                              f"<ResponseMetadata><RequestId>{rid}</RequestId></ResponseMetadata></{action}Response>")
 
 
-def render_error(err, as_json):
+def render_error(err, as_json, ns=CFN_NS):
     rid = str(uuid.uuid4())
     if as_json:
         return err.status, "application/json", json.dumps(
             {"Error": {"Code": err.code, "Message": err.message, "Type": err.etype}, "RequestId": rid})
     return err.status, "text/xml", (
-        f'<ErrorResponse xmlns="{CFN_NS}"><Error><Type>{err.etype}</Type><Code>{escape(err.code)}</Code>'
+        f'<ErrorResponse xmlns="{ns}"><Error><Type>{err.etype}</Type><Code>{escape(err.code)}</Code>'
         f"<Message>{escape(err.message)}</Message></Error><RequestId>{rid}</RequestId></ErrorResponse>")
 
 
@@ -888,6 +903,7 @@ def imds_tree():
     tree = {"meta-data/": md,
             "dynamic/": {"instance-identity/": {"document": json.dumps(doc, indent=2), "signature": fake_sig,
                                                  "pkcs7": fake_sig, "rsa2048": fake_sig}}}
+    md.update(autoscaling.imds_items(c))  # autoscaling/, spot/, events/, tags/ when set
     if c.get("user_data") is not None:
         tree["user-data"] = c["user_data"]
     return tree
@@ -993,8 +1009,10 @@ def waitcondition_put(environ, body):
 # ---------------------------------------------------------------------------
 # test hooks: request journal and fault injection
 # ---------------------------------------------------------------------------
-FAULT_KEYS = {"path", "action", "stack", "method", "status", "code", "message", "type", "body",
-              "content_type", "count", "delay", "passthrough", "after", "for", "probability"}
+FAULT_KEYS = {"path", "service", "action", "stack", "method", "status", "code", "message", "type", "body",
+              "body_size", "content_type", "count", "delay", "hang", "passthrough", "after", "for", "probability"}
+FAULT_SERVICES = ("cloudformation", "autoscaling")  # the services of rules without a path
+HOLDS = {}  # id of a rule with "hang" -> threading.Event set when the rule is deleted
 
 
 def event_put(environ, body):
@@ -1084,16 +1102,22 @@ def fault_rule(r):
     unknown = set(r) - FAULT_KEYS
     if unknown:
         raise ValueError(f"unknown fault rule key(s): {sorted(unknown)}")
-    if r.get("path") is not None and (r.get("action") is not None or r.get("stack") is not None):
-        raise ValueError("a fault rule has either 'path' or 'action'/'stack', not both")
+    if r.get("path") is not None and (r.get("action") is not None or r.get("stack") is not None
+                                      or r.get("service") is not None):
+        raise ValueError("a fault rule has either 'path' or 'service'/'action'/'stack', not both")
+    if r.get("service") is not None and r["service"] not in FAULT_SERVICES:
+        raise ValueError(f"'service' must be one of {list(FAULT_SERVICES)}")
+    if r.get("service") == "autoscaling" and r.get("stack") is not None:
+        raise ValueError("'stack' matches CloudFormation requests only")
     if r.get("path") is not None and not str(r["path"]).startswith("/"):
         raise ValueError("'path' must start with /")
     is_path = r.get("path") is not None
-    rule = {"id": None, "path": None, "action": None, "stack": None, "method": None,
+    rule = {"id": None, "path": None, "service": None if is_path else "cloudformation", "action": None,
+            "stack": None, "method": None,
             "status": 500 if is_path else 400, "code": None if is_path else "Throttling",
             "message": None if is_path else "Rate exceeded", "type": None if is_path else "Sender",
-            "body": "" if is_path else None, "content_type": None, "count": 1, "delay": 0,
-            "passthrough": False, "after": 0, "for": None, "probability": 1}
+            "body": "" if is_path else None, "body_size": None, "content_type": None, "count": 1, "delay": 0,
+            "hang": False, "passthrough": False, "after": 0, "for": None, "probability": 1}
     rule.update({k: v for k, v in r.items() if v is not None})
     number = (int, float)
     for k, t in (("status", int), ("count", int), ("delay", number), ("passthrough", bool), ("after", number),
@@ -1105,6 +1129,12 @@ def fault_rule(r):
     for k in ("path", "action", "stack", "method", "code", "message", "type", "body", "content_type"):
         if rule[k] is not None and not isinstance(rule[k], str):
             raise ValueError(f"'{k}' must be a string")
+    if rule["body_size"] is not None and (not isinstance(rule["body_size"], int) or isinstance(rule["body_size"], bool)
+                                          or rule["body_size"] < 0):
+        raise ValueError("'body_size' must be an integer >= 0")
+    if not (rule["hang"] is True or rule["hang"] is False or (
+            isinstance(rule["hang"], (int, float)) and not isinstance(rule["hang"], bool) and rule["hang"] > 0)):
+        raise ValueError("'hang' must be true, false or a number of seconds > 0")
     if rule["count"] == 0 or rule["delay"] < 0 or not 100 <= rule["status"] <= 599:
         raise ValueError("'count' must not be 0, 'delay' must be >= 0, 'status' must be 100..599")
     if rule["after"] < 0 or (rule["for"] is not None and rule["for"] <= 0) or not 0 < rule["probability"] <= 1:
@@ -1117,7 +1147,25 @@ def fault_rule(r):
     rule["active_until"] = None if rule["for"] is None else rule["active_from"] + rule["for"]
     SEQ["fault"] += 1
     rule["id"] = SEQ["fault"]
+    if rule["hang"] is not False:
+        HOLDS[rule["id"]] = threading.Event()
     return rule
+
+
+def delete_faults(rule_id=None):
+    """Deletes one rule (by id) or all of them, and lets go of the requests they hold ("hang")."""
+    for i in [i for i in HOLDS if rule_id is None or i == rule_id]:
+        HOLDS.pop(i).set()
+    STATE["faults"][:] = [r for r in STATE["faults"] if rule_id is not None and r["id"] != rule_id]
+
+
+def hold(rule):
+    """Waits out a rule's "delay", then its "hang": until the rule is deleted (true) or for at
+    most that many seconds. Other requests go on meanwhile."""
+    time.sleep(rule["delay"])
+    held = HOLDS.get(rule["id"]) if rule["hang"] is not False else None
+    if held is not None:
+        held.wait(None if rule["hang"] is True else rule["hang"])
 
 
 def stack_matches(want, given):
@@ -1136,9 +1184,9 @@ def drop_ended_faults():
     return now
 
 
-def take_fault(entry, method, path=None, params=None):
+def take_fault(entry, method, path=None, params=None, service="cloudformation"):
     """Consumes and returns the first rule matching this request (path rules when `path` is
-    given, else CloudFormation rules for `params`), or None."""
+    given, else the `service` rules - CloudFormation or Auto Scaling - for `params`), or None."""
     with LOCK:
         now = drop_ended_faults()
         for r in STATE["faults"]:
@@ -1147,7 +1195,8 @@ def take_fault(entry, method, path=None, params=None):
             if path is not None:
                 if r["path"] is None or not path.startswith(r["path"]):
                     continue
-            elif r["path"] is not None or (r["action"] and r["action"] != params.get("Action")) or \
+            elif r["path"] is not None or r["service"] != service or \
+                    (r["action"] and r["action"] != params.get("Action")) or \
                     not stack_matches(r["stack"], params.get("StackName")):
                 continue
             # A request the rule lets pass by chance goes on to the later rules.
@@ -1162,18 +1211,28 @@ def take_fault(entry, method, path=None, params=None):
     return None
 
 
+def junk(size):
+    """`size` bytes that are neither JSON nor XML."""
+    line = b"#junk-" + b"0123456789abcdefghijklmnopqrstuvwxyz" * 2 + b"\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
 def fault_response(rule, as_json=False):
-    """(status, content type, body) for a CloudFormation fault rule (path rules: the verbatim body)."""
+    """(status, content type, body) for a service fault rule (path rules: the verbatim body;
+    "body_size": that many bytes of junk)."""
+    if rule["body_size"] is not None:
+        return rule["status"], rule["content_type"] or "text/plain", junk(rule["body_size"])
     if rule["body"] is not None:
         return rule["status"], rule["content_type"] or "text/plain", rule["body"]
+    ns = autoscaling.NS if rule["service"] == "autoscaling" else CFN_NS
     code, ctype, body = render_error(CfnError(rule["message"] or "", rule["code"] or "", rule["status"],
-                                              rule["type"] or ""), as_json)
+                                              rule["type"] or ""), as_json, ns)
     return code, rule["content_type"] or ctype, body
 
 
 def send_fault(start_response, rule, as_json=False, server=None):
     status, ctype, body = fault_response(rule, as_json)
-    data = body.encode()
+    data = body.encode() if isinstance(body, str) else body
     headers = [("Content-Type", ctype), ("Content-Length", str(len(data)))]
     headers += [("Server", server)] if server else [("x-amzn-RequestId", str(uuid.uuid4()))]
     start_response(f"{status} {http_reason(status)}", headers)
@@ -1186,7 +1245,7 @@ def imds_front(environ, start_response, listener):
     start_response = tracked(entry, start_response)
     rule = take_fault(entry, environ.get("REQUEST_METHOD", "GET"), path=environ.get("PATH_INFO", "/"))
     if rule:
-        time.sleep(rule["delay"])
+        hold(rule)
         if not rule["passthrough"]:
             return send_fault(start_response, rule, server="EC2ws")
     return imds_app(environ, start_response)
@@ -1287,10 +1346,12 @@ class CfnEmulator:
         signed = bool(scope) or "X-Amz-Signature" in params
         is_cfn = path in ("", "/") and params.get("Action") in self.cfn_ops and (
             (scope and scope.group(2) == "cloudformation") or auth.startswith("CFN_V1") or not signed)
+        is_autoscaling = path in ("", "/") and bool(scope) and scope.group(2) == "autoscaling"
 
         entry = None
         if not path.startswith("/moto-api"):
-            kind = ("cloudformation" if is_cfn else "waitcondition" if path.startswith("/_waitcondition/")
+            kind = ("cloudformation" if is_cfn else "autoscaling" if is_autoscaling
+                    else "waitcondition" if path.startswith("/_waitcondition/")
                     else "event" if path.startswith("/_events/") else "other")
             sqs_json = sqs_json_request(environ, body)
             entry = journal_http(environ, "main", kind, query, form, sqs_json)
@@ -1298,7 +1359,7 @@ class CfnEmulator:
             # Path rules meant for a queue match a JSON-protocol request by its QueueUrl.
             rule = take_fault(entry, method, path=entry["queue"] or path)
             if rule:
-                time.sleep(rule["delay"])
+                hold(rule)
                 if not rule["passthrough"]:
                     return send_fault(start_response, rule)
         if path.startswith("/_waitcondition/"):
@@ -1317,8 +1378,11 @@ class CfnEmulator:
                 if (scope and scope.group(2) == "s3") or "X-Amz-Credential" in params and "/s3/" in params["X-Amz-Credential"]:
                     code, ctype, xml = s3_error(err.code, err.message)
                     return self._respond(start_response, err.status, ctype, xml)
-                return self._respond(start_response, *render_error(err, params.get("ContentType") == "JSON"))
+                return self._respond(start_response, *render_error(
+                    err, params.get("ContentType") == "JSON", autoscaling.NS if is_autoscaling else CFN_NS))
 
+        if is_autoscaling:
+            return self._autoscaling(environ, start_response, entry, params)
         if not is_cfn:
             if scope and scope.group(2) == "sqs":
                 sqs_queue_path_without_slash(environ)
@@ -1327,10 +1391,24 @@ class CfnEmulator:
             return self.moto(environ, start_response)
         rule = take_fault(entry, method, params=params)
         if rule:
-            time.sleep(rule["delay"])
+            hold(rule)
             if not rule["passthrough"]:
                 return send_fault(start_response, rule, params.get("ContentType", "").upper() == "JSON")
         return self._cfn(environ, start_response, params, body, auth, scope)
+
+    def _autoscaling(self, environ, start_response, entry, params):
+        """Auto Scaling Query API: the lifecycle actions of autoscaling.py, the rest to moto;
+        "service": "autoscaling" fault rules apply to all of them."""
+        rule = take_fault(entry, environ.get("REQUEST_METHOD", "GET"), params=params, service="autoscaling")
+        if rule:
+            hold(rule)
+            if not rule["passthrough"]:
+                return send_fault(start_response, rule)
+        if params.get("Action") not in autoscaling.ACTIONS:
+            return self.moto(environ, start_response)
+        with LOCK:
+            imds = dict(CONFIG["imds"])
+        return self._respond(start_response, *autoscaling.query(params, imds))
 
     def _cfn(self, environ, start_response, params, body, auth, scope):
         action = params["Action"]
@@ -1403,9 +1481,18 @@ class CfnEmulator:
                     s = find_stack_by_uuid(sid.rsplit("/", 1)[-1])
                     out[sid]["StackStatus"] = s.status if s else None
             elif path == "/_emu/imds" and method == "POST":
-                CONFIG["imds"].update(json.loads(body or b"{}"))
+                try:
+                    given = json.loads(body or b"{}")
+                    if not isinstance(given, dict):
+                        raise ValueError("the IMDS settings must be a JSON object")
+                    CONFIG["imds"].update(autoscaling.imds_update(given))
+                except ValueError as e:
+                    return self._respond(start_response, 400, "application/json", json.dumps({"error": str(e)}))
                 refresh_keys()
                 out = CONFIG["imds"]
+            elif path == "/_emu/autoscaling" or path.startswith("/_emu/autoscaling/"):
+                status, out = autoscaling.control(method, path, body, CONFIG["imds"])
+                return self._respond(start_response, status, "application/json", json.dumps(out, default=json_default))
             elif path == "/_emu/requests" and method == "GET":
                 q = dict(parse_qsl(environ.get("QUERY_STRING", "")))
                 since = int(q["since"]) if q.get("since", "").isdigit() else 0
@@ -1426,7 +1513,11 @@ class CfnEmulator:
                 out = STATE["faults"]
             elif path == "/_emu/faults" and method in ("GET", "DELETE"):
                 if method == "DELETE":
-                    STATE["faults"].clear()
+                    rule_id = dict(parse_qsl(environ.get("QUERY_STRING", ""))).get("id")
+                    if rule_id is not None and not (rule_id.isdigit() and 1 <= int(rule_id) <= SEQ["fault"]):
+                        return self._respond(start_response, 404, "application/json",
+                                             json.dumps({"error": f"no fault rule {rule_id}"}))
+                    delete_faults(None if rule_id is None else int(rule_id))
                 drop_ended_faults()
                 out = STATE["faults"]
             elif path == "/_emu/settings" and method in ("GET", "POST"):
@@ -1439,10 +1530,11 @@ class CfnEmulator:
             elif path == "/_emu/reset" and method == "POST":
                 SETTINGS.clear()
                 SETTINGS.update(SETTINGS_DEFAULTS)
+                autoscaling.STATE.set_time_scale(SETTINGS["autoscaling_time_scale"])
                 STATE["signals"].clear()
                 STATE["tokens"].clear()
                 STATE["journal"].clear()
-                STATE["faults"].clear()
+                delete_faults()
                 STATE["events"].clear()
                 STATE["leaders"].clear()
                 out = {"reset": True}
@@ -1451,7 +1543,7 @@ class CfnEmulator:
             return self._respond(start_response, 200, "application/json", json.dumps(out, default=json_default))
 
 
-SETTINGS_DEFAULTS = {"date_offset_seconds": 0}
+SETTINGS_DEFAULTS = {"date_offset_seconds": 0, "autoscaling_time_scale": 1}
 SETTINGS = dict(SETTINGS_DEFAULTS)
 
 
@@ -1465,7 +1557,10 @@ def update_settings(body):
             raise ValueError(f"unknown setting {key!r}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{key!r} must be a number")
+        if key == "autoscaling_time_scale" and value <= 0:
+            raise ValueError(f"{key!r} must be > 0")
     SETTINGS.update(given)
+    autoscaling.STATE.set_time_scale(SETTINGS["autoscaling_time_scale"])
 
 
 class EmulatorRequestHandler(MotoRequestHandler):
@@ -1527,11 +1622,13 @@ def main(argv=None):
               "access_key": "ASIAEMULATORROLEKEY1", "secret_key": "emulator/role/secret/key/0000000000000",
               "token": "EmulatorSessionToken//" + "A" * 40, "v2_required": a.imds_v2_required,
               "pending_time": utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "user_data": open(a.user_data_file).read() if a.user_data_file else None})
+              "user_data": open(a.user_data_file).read() if a.user_data_file else None,
+              **{k: None for k in autoscaling.IMDS_KEYS}})
     refresh_keys()
     install_moto_patches()
     app = CfnEmulator()
     threading.Thread(target=ticker, daemon=True).start()
+    autoscaling.start_timer()
     if a.imds_host:
         srv = make_server(a.imds_host, a.imds_port, imds_listener, threaded=True)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
