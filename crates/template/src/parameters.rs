@@ -54,10 +54,13 @@ pub fn resolve(template: &Template, inputs: &Inputs, unknowns: bool) -> Result<B
             let allowed = allowed.map(|values| values.iter().filter_map(scalar_text).collect());
             Parameter::Unknown { list: is_list, number: kind == "Number", allowed: allowed.filter(|_| !is_list) }
         };
-        // When checking, a NoEcho parameter's Default is not its value: the check sees the
-        // parameter by name wherever Init writes it (W010), whatever value a stack gives.
-        let default = declaration.get("Default").filter(|_| !(unknowns && is_no_echo(declaration)));
-        let text = match (inputs.parameters.get(name), default) {
+        // When checking, a NoEcho parameter has no value, given or Default: the check sees
+        // the parameter by name wherever Init writes it (W010), whatever value a stack gives.
+        if unknowns && is_no_echo(declaration) {
+            values.insert(name.clone(), unknown());
+            continue;
+        }
+        let text = match (inputs.parameters.get(name), declaration.get("Default")) {
             (Some(given), _) => given.clone(),
             (None, Some(Value::String(default))) => default.clone(),
             (None, Some(Value::Number(default))) => default.to_string(),
@@ -200,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn when_checking_a_no_echo_parameter_is_unknown_even_with_a_default() {
+    fn when_checking_a_no_echo_parameter_is_unknown_even_with_a_default_or_a_value() {
         let template = "Parameters:\n  P: {Type: String, NoEcho: true, Default: hunter2}\n  \
             Q: {Type: String, NoEcho: 'TRUE', Default: x}\n  R: {Type: String, NoEcho: false, Default: r}\n\
             Resources:\n  W: {Type: 'AWS::CloudFormation::WaitConditionHandle'}\n";
@@ -210,6 +213,8 @@ mod tests {
         assert!(matches!(&p["Q"], Parameter::Unknown { .. }));
         assert_eq!(value(&p, "R"), json!("r"));
         assert_eq!(template.no_echo_parameters(), ["P", "Q"]);
+        let given = Inputs { parameters: [("P".to_string(), "s3cret".to_string())].into(), ..Inputs::default() };
+        assert!(matches!(&resolve(&template, &given, true).unwrap()["P"], Parameter::Unknown { .. }));
         // A stack's run uses the Default as CloudFormation does.
         assert_eq!(value(&resolve(&template, &Inputs::default(), false).unwrap(), "P"), json!("hunter2"));
     }
