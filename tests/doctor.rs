@@ -177,7 +177,7 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime, u32)>
 /// equals the stack's (a warning, exit 2); once the stack changes, every check is ok or
 /// skipped (exit 0), with one DescribeStackResource per resource, and nothing written.
 #[test]
-fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_a_warning() {
+fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_up_to_date() {
     let (stored_equal, healthy, text, describes, before, after) = in_private_network(|| {
         let mut host = Host::new("true");
         host.cfn_init().code(0);
@@ -185,7 +185,7 @@ fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_a_warning(
         std::fs::write(host.conf.join("hooks.d/restart.conf.bak"), "[old]\ntriggers=x\n").unwrap();
         host.start_cfn_hup();
         let (run, stored_equal) = host.checks();
-        run.code(2);
+        run.code(0);
         host.emulator.update_stack(&host.stack, &template("true", "2"));
         let root = host.sandbox.dir.path().to_path_buf();
         let before = snapshot(&root);
@@ -198,13 +198,15 @@ fn a_healthy_host_is_all_ok_and_a_stored_value_equal_to_the_stacks_is_a_warning(
         text.code(0);
         (stored_equal, healthy, text.stdout.clone(), describes, before, after)
     });
-    let warning = check(&stored_equal, "hook.path:watch");
-    assert_eq!(warning["verdict"], "warning", "{warning}");
+    // Up to date is healthy: exit 0, said as information (issue 30).
+    let up_to_date = check(&stored_equal, "hook.path:watch");
+    assert_eq!(up_to_date["verdict"], "ok", "{up_to_date}");
     assert_eq!(
-        warning["found"],
-        "the stored value already equals the stack's, so no update will fire (Resources.Watched.Metadata.app.version)"
+        up_to_date["found"],
+        "Resources.Watched.Metadata.app.version: up to date: the stored value equals the stack's; the hook runs \
+         when the stack's value changes"
     );
-    assert_eq!(with_verdict(&stored_equal, "warning"), ["hook.path:watch", "hook.path:watch-app"]);
+    assert_eq!(with_verdict(&stored_equal, "warning"), Vec::<&str>::new());
     assert_eq!(with_verdict(&stored_equal, "failed"), Vec::<&str>::new());
 
     assert_eq!(with_verdict(&healthy, "warning"), Vec::<&str>::new(), "{healthy:#?}");

@@ -167,10 +167,13 @@ fn mapped(error: &Error, stack: &str, logical_id: &str, endpoint: &str) -> Descr
 /// The check of one DescribeStackResource.
 fn described_check(id: String, stack: &str, logical_id: &str, described: &Described) -> Check {
     match described {
-        Described::Found(detail) => Check::ok(
-            id,
-            format!("{logical_id} in stack {stack}: {}, {}", detail.resource_type, detail.resource_status),
-        ),
+        Described::Found(detail) => {
+            let found = format!("{logical_id} in stack {stack}: {}, {}", detail.resource_type, detail.resource_status);
+            match judged_status(&detail.resource_status, stack) {
+                Some((verdict, why, fix)) => Check { id, verdict, found: format!("{found}: {why}"), fix: Some(fix) },
+                None => Check::ok(id, found),
+            }
+        }
         Described::NoResource(said) => Check::failed(
             id,
             said.clone(),
@@ -181,6 +184,29 @@ fn described_check(id: String, stack: &str, logical_id: &str, described: &Descri
             Check { id, verdict: *verdict, found: found.clone(), fix: Some(fix.clone()) }
         }
     }
+}
+
+/// What a resource's status means for cfn-hup and cfn-init (issue 30: a deleted stack
+/// passed as ok): deleted or being deleted is a failure, a failed or rolled-back change a
+/// warning; `None` when the status is a settled or ongoing change that is fine.
+fn judged_status(status: &str, stack: &str) -> Option<(Verdict, String, String)> {
+    if status.starts_with("DELETE_") {
+        return Some((
+            Verdict::Failed,
+            "the resource is deleted or being deleted: its metadata will not change again".into(),
+            format!(
+                "if stack {stack} was replaced, set stack in cfn-hup.conf (or --stack) to the new one; otherwise stop cfn-hup on this instance"
+            ),
+        ));
+    }
+    if status.contains("ROLLBACK") || status.ends_with("_FAILED") {
+        return Some((
+            Verdict::Warning,
+            "the last change to it failed or was rolled back: its metadata is the previous template's".into(),
+            format!("read why in the stack's events: aws cloudformation describe-stack-events --stack-name {stack}"),
+        ));
+    }
+    None
 }
 
 pub fn checks(ctx: &Context) -> Vec<Check> {
@@ -260,10 +286,12 @@ fn hook_path(hook: &Hook, stack: &str, described: &Described, db: &MetadataDb) -
     }
     let stored = db.get(&MetadataDb::key(&hook.name, path));
     match stored {
-        Some(stored) if Some(&stored) == value.as_ref() => Check::warning(
+        // Up to date is how a healthy host is (issue 30): information, not a warning.
+        Some(stored) if Some(&stored) == value.as_ref() => Check::ok(
             id,
-            format!("the stored value already equals the stack's, so no update will fire ({path})"),
-            "cfn-hup has seen this value: change it in the template and update the stack (or read the hook's last runs: `cfn-bootstrap status --long`)",
+            format!(
+                "{path}: up to date: the stored value equals the stack's; the hook runs when the stack's value changes"
+            ),
         ),
         Some(_) => {
             Check::ok(id, format!("{path}: the stack's value differs from the one stored; the next pass acts on it"))
@@ -285,6 +313,19 @@ fn missing_key(metadata: &serde_json::Value, sub: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_deleted_or_rolled_back_resource_is_judged() {
+        for fine in ["CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_IN_PROGRESS", "IMPORT_COMPLETE"] {
+            assert_eq!(judged_status(fine, "s"), None, "{fine}");
+        }
+        for gone in ["DELETE_COMPLETE", "DELETE_IN_PROGRESS", "DELETE_FAILED"] {
+            assert_eq!(judged_status(gone, "s").unwrap().0, Verdict::Failed, "{gone}");
+        }
+        for rolled in ["UPDATE_FAILED", "CREATE_FAILED", "ROLLBACK_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"] {
+            assert_eq!(judged_status(rolled, "s").unwrap().0, Verdict::Warning, "{rolled}");
+        }
+    }
 
     #[test]
     fn the_missing_key_is_the_first_component_not_found() {

@@ -65,6 +65,27 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
             format!("set interval to a whole number of minutes in {}", file.display()),
         ),
     });
+    // The other values the daemon checks before it starts, by the daemon's own readers: a
+    // value it refuses means cfn-hup never starts (issue 30).
+    checks.push(match main.umask() {
+        Ok(Some(umask)) => Check::ok("hup.umask", format!("umask {umask:03o}")),
+        Ok(None) => Check::ok("hup.umask", format!("umask {:03o} (the default)", config::DEFAULT_UMASK)),
+        Err(e) => Check::failed(
+            "hup.umask",
+            format!("{e}: cfn-hup refuses to start"),
+            format!("set umask to an octal value such as 022 in {}", file.display()),
+        ),
+    });
+    checks.push(match main.max_backoff_minutes() {
+        Ok(minutes) => {
+            Check::ok("hup.max-backoff", format!("a failing action is retried at least every {minutes} minute(s)"))
+        }
+        Err(e) => Check::failed(
+            "hup.max-backoff",
+            format!("{e}: cfn-hup refuses to start"),
+            format!("set max-backoff to a whole number of minutes in {}", file.display()),
+        ),
+    });
     checks.push(credentials(&main));
     checks.extend(hook_files(ctx));
     checks
@@ -271,14 +292,14 @@ fn runs(hook: &str, runas: Option<&str>, action: &str, path: &std::ffi::OsStr) -
         Check::ok(id, format!("{program}: a shell built-in"))
     } else if program.contains('/') {
         match executable(Path::new(&program)) {
-            Ok(()) => Check::ok(id, format!("{program} is executable")),
+            Ok(()) => startable(id, &program, Path::new(&program), format!("{program} is executable")),
             Err(why) => {
                 Check::failed(id, format!("{program} {why}"), format!("install it, or correct action in hook {hook}"))
             }
         }
     } else {
         match super::install::find_on_path(&program, path) {
-            Some(found) => Check::ok(id, format!("{program} is {}", found.display())),
+            Some(found) => startable(id, &program, &found, format!("{program} is {}", found.display())),
             None => Check::failed(
                 id,
                 format!("{program} is not on PATH"),
@@ -311,6 +332,28 @@ fn is_assignment(word: &str) -> bool {
             && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
             && !name.as_bytes()[0].is_ascii_digit()
     })
+}
+
+/// A script whose `#!` line ends in a carriage return (a file saved with Windows line
+/// endings): the kernel looks for an interpreter whose name ends in `\r` and the action
+/// fails with "No such file or directory" though the file is there. Only the first line
+/// is read (at most 256 bytes), and nothing of it is shown.
+fn startable(id: String, program: &str, file: &Path, ok: String) -> Check {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let first_line = head[..read].split(|b| *b == b'\n').next().unwrap_or_default();
+    if first_line.starts_with(b"#!") && first_line.ends_with(b"\r") && read > first_line.len() {
+        return Check::failed(
+            id,
+            format!(
+                "{program} is a script whose #! line ends with a Windows line ending (\\r): it cannot start \
+                 (\"No such file or directory\")"
+            ),
+            format!("convert it to Unix line endings: sed -i 's/\\r$//' {}", file.display()),
+        );
+    }
+    Check::ok(id, ok)
 }
 
 fn executable(file: &Path) -> Result<(), &'static str> {
@@ -352,6 +395,22 @@ mod tests {
         );
         std::fs::write(&creds, "AWSAccessKeyId=a\nAWSSecretKey=b\n").unwrap();
         assert_eq!(judged().verdict, super::super::Verdict::Ok);
+    }
+
+    #[test]
+    fn a_script_with_a_windows_line_ending_after_its_shebang_cannot_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("drain.sh");
+        let judged = |text: &str| {
+            std::fs::write(&script, text).unwrap();
+            startable("hook.action:h".into(), "drain.sh", &script, "fine".into())
+        };
+        let crlf = judged("#!/bin/sh\r\necho hi\r\n");
+        assert_eq!(crlf.verdict, super::super::Verdict::Failed);
+        assert!(crlf.found.contains("Windows line ending"), "{}", crlf.found);
+        assert!(crlf.fix.unwrap().starts_with("convert it to Unix line endings: sed -i"));
+        assert_eq!(judged("#!/bin/sh\necho hi\r\n").verdict, super::super::Verdict::Ok);
+        assert_eq!(judged("\x7fELF\r\n").verdict, super::super::Verdict::Ok);
     }
 
     #[test]
