@@ -737,3 +737,318 @@ fn terminal_controls_in_hook_names_and_cfn_hups_record_are_shown_escaped() {
     run.stdout_has(&format!("last pass 2026-01-01T00:00:00.000Z{HOSTILE_SHOWN} "));
     run.stdout_has(&format!("service.hook:hook{HOSTILE_SHOWN} "));
 }
+
+/// A broken set-up of doctor's catalogue (issue 30 point 4): what breaks it, drawn from
+/// what people report ("cfn-hup not working", "cfn-init failed"), and what doctor must
+/// say: the check, its verdict, words of what it found (the file, the key) and of the fix.
+struct Breakage {
+    name: &'static str,
+    /// Changes the healthy host (its files under `conf`, beside it in the sandbox).
+    breaks: fn(&Host),
+    id: &'static str,
+    verdict: &'static str,
+    found: &'static str,
+    fix: &'static str,
+}
+
+fn main_with(host: &Host, extra: &str) {
+    let main = format!(
+        "[main]\nstack={}\ncredential-file={}\nurl={}\n{extra}",
+        host.stack,
+        host.creds.display(),
+        host.emulator.url
+    );
+    std::fs::write(host.conf.join("cfn-hup.conf"), main).unwrap();
+}
+
+fn hooks_with(host: &Host, text: &str) {
+    std::fs::write(host.conf.join("hooks.conf"), text).unwrap();
+}
+
+fn script_hook(host: &Host, script: &str) {
+    let file = host.sandbox.path("drain.sh");
+    std::fs::write(&file, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    hooks_with(
+        host,
+        &format!(
+            "[watch]\ntriggers=post.update\npath=Resources.Watched.Metadata.app.version\naction={}\n",
+            file.display()
+        ),
+    );
+}
+
+fn creds_with(host: &Host, text: &str, mode: u32) {
+    std::fs::write(&host.creds, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&host.creds, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+const HOOK: &str = "[watch]\ntriggers=post.update\npath=Resources.Watched.Metadata.app.version\naction=/bin/true\n";
+
+const CATALOGUE: &[Breakage] = &[
+    Breakage {
+        name: "umask in hex",
+        breaks: |h| main_with(h, "umask=0x27\n"),
+        id: "hup.umask",
+        verdict: "failed",
+        found: "Invalid octal value specified for umask",
+        fix: "set umask to an octal value",
+    },
+    Breakage {
+        name: "max-backoff in words",
+        breaks: |h| main_with(h, "max-backoff=soon\n"),
+        id: "hup.max-backoff",
+        verdict: "failed",
+        found: "max-backoff",
+        fix: "set max-backoff to a whole number of minutes",
+    },
+    Breakage {
+        name: "interval of zero",
+        breaks: |h| main_with(h, "interval=0\n"),
+        id: "hup.interval",
+        verdict: "failed",
+        found: "interval",
+        fix: "set interval to a whole number of minutes",
+    },
+    Breakage {
+        name: "verbose that is no boolean",
+        breaks: |h| main_with(h, "verbose=maybe\n"),
+        id: "hup.config",
+        verdict: "failed",
+        found: "the value of verbose in [main]",
+        fix: "set verbose=true or verbose=false",
+    },
+    Breakage {
+        name: "no stack",
+        breaks: |h| std::fs::write(h.conf.join("cfn-hup.conf"), "[main]\nregion=us-east-1\n").unwrap(),
+        id: "hup.config",
+        verdict: "failed",
+        found: "stack",
+        fix: "cfn-hup.conf",
+    },
+    Breakage {
+        name: "a stack name that does not exist",
+        breaks: |h| {
+            let main =
+                format!("[main]\nstack=no-such-stack\ncredential-file={}\nurl={}\n", h.creds.display(), h.emulator.url);
+            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
+        },
+        id: "api.describe:Watched",
+        verdict: "failed",
+        found: "does not exist",
+        fix: "correct the stack name or the region",
+    },
+    Breakage {
+        name: "an endpoint that refuses connections",
+        breaks: |h| {
+            let main =
+                format!("[main]\nstack={}\ncredential-file={}\nurl=http://127.0.0.1:9\n", h.stack, h.creds.display());
+            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
+        },
+        id: "network.cloudformation",
+        verdict: "failed",
+        found: "Connection refused",
+        fix: "",
+    },
+    Breakage {
+        name: "a credential file others can read",
+        breaks: |h| creds_with(h, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"), 0o644),
+        id: "hup.credentials",
+        verdict: "failed",
+        found: "is open to",
+        fix: "chmod 600",
+    },
+    Breakage {
+        name: "a credential file without the secret key",
+        breaks: |h| creds_with(h, &format!("AWSAccessKeyId={ACCESS_KEY}\n"), 0o600),
+        id: "hup.credentials",
+        verdict: "failed",
+        found: "AWSSecretKey",
+        fix: "AWSSecretKey=",
+    },
+    Breakage {
+        name: "a credential file that is not there",
+        breaks: |h| std::fs::remove_file(&h.creds).unwrap(),
+        id: "hup.credentials",
+        verdict: "failed",
+        found: "No such file or directory",
+        fix: "create it",
+    },
+    Breakage {
+        name: "a wrong secret key",
+        breaks: |h| creds_with(h, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey=wrong{SECRET_KEY}\n"), 0o600),
+        id: "api.describe:Watched",
+        verdict: "failed",
+        found: "SignatureDoesNotMatch",
+        fix: "secret key",
+    },
+    Breakage {
+        name: "a hook line without `=`",
+        breaks: |h| hooks_with(h, &format!("{HOOK}just words\n")),
+        id: "hup.hook_file:hooks.conf",
+        verdict: "failed",
+        found: "File contains parsing errors",
+        fix: "hooks.conf",
+    },
+    Breakage {
+        name: "a hook file without a section header",
+        breaks: |h| hooks_with(h, "triggers=post.update\n"),
+        id: "hup.hook_file:hooks.conf",
+        verdict: "failed",
+        found: "no section headers",
+        fix: "hooks.conf",
+    },
+    Breakage {
+        name: "a misspelt trigger",
+        breaks: |h| hooks_with(h, &HOOK.replace("post.update", "post.updat")),
+        id: "hook.triggers:watch",
+        verdict: "warning",
+        found: "no known trigger (post.updat)",
+        fix: "set triggers",
+    },
+    Breakage {
+        name: "a runas user that does not exist",
+        breaks: |h| hooks_with(h, &format!("{HOOK}runas=nosuchuser\n")),
+        id: "hook.runas:watch",
+        verdict: "failed",
+        found: "runas user nosuchuser does not exist",
+        fix: "create the user nosuchuser",
+    },
+    Breakage {
+        name: "an action program that is not installed",
+        breaks: |h| hooks_with(h, &HOOK.replace("/bin/true", "/opt/missing/restart-app")),
+        id: "hook.action:watch",
+        verdict: "failed",
+        found: "/opt/missing/restart-app does not exist",
+        fix: "correct action in hook watch",
+    },
+    Breakage {
+        name: "an action program not on PATH",
+        breaks: |h| hooks_with(h, &HOOK.replace("/bin/true", "no-such-program --now")),
+        id: "hook.action:watch",
+        verdict: "failed",
+        found: "no-such-program is not on PATH",
+        fix: "give its full path",
+    },
+    Breakage {
+        name: "an action script that is not executable",
+        breaks: |h| {
+            script_hook(h, "#!/bin/sh\ntrue\n");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(h.sandbox.path("drain.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        },
+        id: "hook.action:watch",
+        verdict: "failed",
+        found: "is not executable",
+        fix: "",
+    },
+    Breakage {
+        name: "an action script saved with Windows line endings",
+        breaks: |h| script_hook(h, "#!/bin/sh\r\ntrue\r\n"),
+        id: "hook.action:watch",
+        verdict: "failed",
+        found: "Windows line ending",
+        fix: "sed -i",
+    },
+    Breakage {
+        name: "a hook path to a resource the stack lacks",
+        breaks: |h| hooks_with(h, &HOOK.replace("Resources.Watched", "Resources.Nowhere")),
+        id: "hook.path:watch",
+        verdict: "failed",
+        found: "the path names a resource that is not in the stack",
+        fix: "correct path in hook watch",
+    },
+    Breakage {
+        name: "a hook path to a key the metadata lacks",
+        breaks: |h| hooks_with(h, &HOOK.replace("app.version", "app.nope")),
+        id: "hook.path:watch",
+        verdict: "failed",
+        found: "no key nope",
+        fix: "correct path in hook watch",
+    },
+    Breakage {
+        name: "a hook path cfn-hup does not support",
+        breaks: |h| {
+            hooks_with(h, &HOOK.replace("Resources.Watched.Metadata.app.version", "Resources.Watched.Properties"))
+        },
+        id: "hup.hooks",
+        verdict: "failed",
+        found: "Properties",
+        fix: "correct the hook files",
+    },
+    Breakage {
+        name: "two command hooks for one command",
+        breaks: |h| {
+            hooks_with(
+                h,
+                "[a]\ntriggers=on.command\npath=restart\naction=/bin/true\n[b]\ntriggers=on.command\npath=restart\naction=/bin/true\n",
+            )
+        },
+        id: "hup.hooks",
+        verdict: "failed",
+        found: "restart",
+        fix: "correct the hook files",
+    },
+    Breakage {
+        name: "a stale pid file",
+        breaks: |h| std::fs::write(h.sandbox.path("run/cfn-hup.pid"), "999999\n").unwrap(),
+        id: "service.process",
+        verdict: "failed",
+        found: "stale pid file",
+        fix: "rm ",
+    },
+];
+
+/// Issue 30 point 4: each broken set-up of the catalogue makes doctor exit non-zero
+/// naming the culprit and the fix, and the healthy host it was made from exits 0.
+#[test]
+fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
+    let failures = in_private_network(|| {
+        let mut host = Host::new("true");
+        host.pretend_cfn_hup_runs();
+        let healthy = |host: &Host| {
+            main_with(host, "");
+            hooks_with(host, HOOK);
+            creds_with(host, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"), 0o600);
+        };
+        let pid_file = std::fs::read(host.sandbox.path("run/cfn-hup.pid")).unwrap();
+        let mut failures = Vec::new();
+        for breakage in CATALOGUE {
+            healthy(&host);
+            std::fs::write(host.sandbox.path("run/cfn-hup.pid"), &pid_file).unwrap();
+            let (run, checks) = host.checks();
+            if run.code != 0 {
+                failures.push(format!("{}: the healthy host exits {}: {:?}", breakage.name, run.code, not_ok(&checks)));
+                continue;
+            }
+            (breakage.breaks)(&host);
+            let (run, checks) = host.checks();
+            let Some(found) = checks.get(breakage.id) else {
+                failures.push(format!("{}: no check {} in {:?}", breakage.name, breakage.id, not_ok(&checks)));
+                continue;
+            };
+            let text = |key: &str| found[key].as_str().unwrap_or_default().to_string();
+            if run.code == 0
+                || found["verdict"] != breakage.verdict
+                || !text("found").contains(breakage.found)
+                || !text("fix").contains(breakage.fix)
+            {
+                failures.push(format!("{}: exit {}, {} {found}", breakage.name, run.code, breakage.id));
+            }
+        }
+        failures
+    });
+    assert!(CATALOGUE.len() >= 24);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The checks that are neither ok nor skipped, for a failure's message.
+fn not_ok(checks: &BTreeMap<String, Value>) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|(_, c)| c["verdict"] != "ok" && c["verdict"] != "skipped")
+        .map(|(id, c)| format!("{id}: {}", c["found"]))
+        .collect()
+}

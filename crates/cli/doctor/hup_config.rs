@@ -35,6 +35,15 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
     }
     let main = match config::load_main(&ctx.conf_dir) {
         Ok(main) => main,
+        // The daemon's words (ConfigParser's) do not say which key: only `verbose` is a
+        // boolean that stops it.
+        Err(e @ ConfigError::NotBoolean(_)) => {
+            return vec![Check::failed(
+                "hup.config",
+                format!("{e}: the value of verbose in [main] of {} is not a boolean", file.display()),
+                format!("set verbose=true or verbose=false in {}", file.display()),
+            )];
+        }
         Err(e) => {
             return vec![Check::failed(
                 "hup.config",

@@ -15,8 +15,25 @@ pub fn checks(_: &Context) -> Vec<Check> {
     };
     let bin = cfn_host::paths::bin_dir();
     let path = std::env::var_os("PATH").unwrap_or_default();
-    for tool in crate::TOOLS {
+    let (found, missing): (Vec<&crate::Tool>, Vec<&crate::Tool>) =
+        crate::TOOLS.iter().partition(|tool| find_on_path(tool.name, &path).is_some());
+    for tool in found {
         checks.push(on_path(tool.name, &path, &me, &bin));
+    }
+    // The tools PATH does not find: one line for all of them (issue 30), not one each.
+    match missing.as_slice() {
+        [] => {}
+        [one] => checks.push(on_path(one.name, &path, &me, &bin)),
+        many => {
+            let names: Vec<&str> = many.iter().map(|t| t.name).collect();
+            let links: Vec<String> =
+                names.iter().map(|name| format!("ln -s {} /usr/local/bin/{name}", me.display())).collect();
+            checks.push(Check::warning(
+                "install.path",
+                format!("{} are not on PATH", names.join(", ")),
+                format!("add {} to PATH, or: {}", bin.display(), links.join(" && ")),
+            ));
+        }
     }
     if !bin.is_dir() {
         let links: Vec<String> =
@@ -28,8 +45,24 @@ pub fn checks(_: &Context) -> Vec<Check> {
         ));
         return checks;
     }
-    for tool in crate::TOOLS {
+    let (present, absent): (Vec<&crate::Tool>, Vec<&crate::Tool>) =
+        crate::TOOLS.iter().partition(|tool| std::fs::symlink_metadata(bin.join(tool.name)).is_ok());
+    for tool in present {
         checks.push(in_bin_dir(tool.name, &me, &bin));
+    }
+    match absent.as_slice() {
+        [] => {}
+        [one] => checks.push(in_bin_dir(one.name, &me, &bin)),
+        many => {
+            let links: Vec<String> =
+                many.iter().map(|t| format!("ln -s {} {}", me.display(), bin.join(t.name).display())).collect();
+            let names: Vec<&str> = many.iter().map(|t| t.name).collect();
+            checks.push(Check::warning(
+                "install.link",
+                format!("{} are not in {}", names.join(", "), bin.display()),
+                links.join(" && "),
+            ));
+        }
     }
     checks
 }
