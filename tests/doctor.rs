@@ -992,6 +992,18 @@ const CATALOGUE: &[Breakage] = &[
         fix: "correct the hook files",
     },
     Breakage {
+        name: "cfn-hup's stored values cut short",
+        breaks: |h| {
+            let db = h.sandbox.path("lib/cfn-hup/data/metadata_db.json");
+            std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+            std::fs::write(db, "{\"watch|Resources.Watched.Metadata.app.version\": \"1").unwrap();
+        },
+        id: "service.metadata_db",
+        verdict: "failed",
+        found: "metadata_db.json is damaged or cut short",
+        fix: "restore it from a backup",
+    },
+    Breakage {
         name: "a stale pid file",
         breaks: |h| std::fs::write(h.sandbox.path("run/cfn-hup.pid"), "999999\n").unwrap(),
         id: "service.process",
@@ -1012,6 +1024,7 @@ fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
             main_with(host, "");
             hooks_with(host, HOOK);
             creds_with(host, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"), 0o600);
+            let _ = std::fs::remove_file(host.sandbox.path("lib/cfn-hup/data/metadata_db.json"));
         };
         let pid_file = std::fs::read(host.sandbox.path("run/cfn-hup.pid")).unwrap();
         let mut failures = Vec::new();
@@ -1040,7 +1053,7 @@ fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
         }
         failures
     });
-    assert!(CATALOGUE.len() >= 24);
+    assert!(CATALOGUE.len() >= 25);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

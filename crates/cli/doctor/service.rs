@@ -40,7 +40,58 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
             format!("rm {} (cfn-hup writes it again after its next pass)", file.display()),
         )),
     }
+    checks.push(metadata_db(&cfn_hooks::MetadataDb::default_path()));
     checks
+}
+
+/// The most of cfn-hup's stored values doctor reads (a hook's value is a resource's
+/// metadata, 1 MiB at most in a stack; a host has a few hooks).
+const METADATA_DB_CAP: u64 = 64 << 20;
+
+/// cfn-hup's record of the values its hooks have seen. One that is not a JSON object
+/// (cut short by a full disk, edited by hand) is ignored by cfn-hup, which then takes
+/// every hook as new: said here, with the file's name, as cfn-hup only logs it.
+fn metadata_db(path: &Path) -> Check {
+    let id = "service.metadata_db";
+    let bytes = match read_regular(path, METADATA_DB_CAP) {
+        Ok(bytes) => bytes,
+        Err(StateFileError::Missing) => {
+            return Check::ok(id, format!("{} does not exist yet: no value stored", path.display()));
+        }
+        Err(e) => {
+            return Check::failed(
+                id,
+                format!("cannot read {}: {e}", path.display()),
+                format!("rm {} (cfn-hup then takes every hook as new)", path.display()),
+            );
+        }
+    };
+    if bytes.trim_ascii().is_empty() {
+        return Check::ok(id, format!("{} is empty: no value stored", path.display()));
+    }
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(values)) => {
+            Check::ok(id, format!("{}: {} stored value(s)", path.display(), values.len()))
+        }
+        other => {
+            let why = match other {
+                Err(e) => e.to_string(),
+                Ok(_) => "a JSON value that is not an object".to_string(),
+            };
+            Check::failed(
+                id,
+                format!(
+                    "{} is damaged or cut short ({why}): cfn-hup ignores it and takes every hook as new, so \
+                     post.add actions run again and no post.update fires for a change made meanwhile",
+                    path.display()
+                ),
+                format!(
+                    "restore it from a backup, or rm {} to start afresh on purpose (then check the hooks' actions ran)",
+                    path.display()
+                ),
+            )
+        }
+    }
 }
 
 /// The pid file names a running cfn-hup.
