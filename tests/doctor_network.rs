@@ -216,6 +216,56 @@ fn a_date_two_minutes_off_is_a_warning() {
     run.code(2);
 }
 
+/// A proxy that answers every request itself: 407, asking for a user and password, with
+/// a `Date` ten minutes off (its own clock).
+fn proxy_asking_for_authentication() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let date = (chrono::Utc::now() + chrono::TimeDelta::minutes(10)).format("%a, %d %b %Y %H:%M:%S GMT");
+            let answer = format!(
+                "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"corp\"\r\n\
+                 Date: {date}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+/// Issue 30: a proxy asking for authentication is named as the proxy's answer (not
+/// "Unknown"), and its `Date` is not taken for the service's clock.
+#[test]
+fn a_proxy_asking_for_a_password_is_named_and_its_clock_is_not_the_services() {
+    let (run, report, port) = in_private_network(|| {
+        let emulator = emulator_on_instance();
+        let sandbox = Sandbox::new();
+        let port = proxy_asking_for_authentication();
+        let proxy = format!("127.0.0.1:{port}");
+        let mut args = with_keys(&emulator.url);
+        args.extend(["--http-proxy", &proxy, "-s", "stack", "-r", "Resource"]);
+        let (run, report) = doctor(&sandbox, &args, &[]);
+        (run, report, port)
+    });
+    run.code(1);
+    assert_check(
+        &report,
+        "network.cloudformation",
+        "failed",
+        &[&format!("through the proxy 127.0.0.1:{port} (from --http-proxy)"), "407 Proxy Authentication Required"],
+        &["give the proxy's user and password in --http-proxy"],
+    );
+    assert_check(&report, "clock.offset", "skipped", &[&format!("came through the proxy 127.0.0.1:{port}")], &[]);
+    assert_check(&report, "api.describe:stack/Resource", "failed", &["the proxy asks for a user and password"], &[]);
+}
+
 #[test]
 fn a_proxy_that_refuses_to_connect_fails_naming_it() {
     let (refused, dropped, port, closing) = in_private_network(|| {

@@ -124,6 +124,12 @@ fn mapped(error: &Error, stack: &str, logical_id: &str, endpoint: &str) -> Descr
         };
     };
     let said = format!("{code}: {message}");
+    if *status == 407 {
+        return failed(
+            "the proxy asks for a user and password (407 Proxy Authentication Required): the call never reached CloudFormation".into(),
+            "give the proxy's user and password in the proxy setting (http://user:password@host:port); see the network checks",
+        );
+    }
     match code.as_str() {
         "AccessDenied" | "AccessDeniedException" => failed(
             format!("{said} (the credentials may not call cloudformation:DescribeStackResource)"),

@@ -20,6 +20,10 @@ pub struct Reached {
     pub local_time: SystemTime,
     /// How long the answer took: the service wrote its `Date` somewhere in that time.
     pub round_trip: Duration,
+    /// The proxy (as shown) that relayed a plain-http request: its answer, and its
+    /// `Date`, may be the proxy's own. Through a `CONNECT` tunnel the answer is the
+    /// endpoint's (`None`).
+    pub relayed_by: Option<String>,
 }
 
 /// The CloudFormation probe's outcome (its `Err` says why there is no answer).
@@ -121,6 +125,15 @@ fn endpoint_check(ctx: &Context, setup: &Setup, id: &str, name: &str, url: &str)
     match reach(ctx, &target, &route, &mut steps) {
         Ok(reached) => {
             let check = match (&route, reached.answer.status) {
+                (Route::Proxy { origin, .. }, 407) => Check::failed(
+                    id,
+                    format!(
+                        "{shown}: {}: the proxy asks for a user and password (407 Proxy Authentication Required); \
+                         requests never reach {name}",
+                        steps.join("; ")
+                    ),
+                    format!("give the proxy's user and password in {origin} (http://user:password@host:port)"),
+                ),
                 (Route::Proxy { .. }, 502..=504) => Check::failed(
                     id,
                     format!("{shown}: {}", steps.join("; ")),
@@ -235,7 +248,8 @@ fn reach(ctx: &Context, target: &Target, route: &Route, steps: &mut Vec<String>)
         .map_err(fail(&fix))?;
     let took = sent.elapsed();
     steps.push(format!("answered HTTP {} in {} ms", answer.status, took.as_millis()));
-    Ok(Reached { answer, local_time: sent_at + took / 2, round_trip: took })
+    let relayed_by = proxy.filter(|_| !target.https).map(|proxy| proxy.shown);
+    Ok(Reached { answer, local_time: sent_at + took / 2, round_trip: took, relayed_by })
 }
 
 fn named_proxy(failure: Failure, proxy: &Proxy, origin: &str) -> Failure {
