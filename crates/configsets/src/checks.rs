@@ -346,6 +346,12 @@ fn name_configsets(metadata: &Value, document: &InitDocument, sets: &ConfigSets,
         for finding in findings.iter_mut() {
             if finding.pointer == config.pointer || finding.pointer.starts_with(&within) {
                 finding.message.push_str(&note);
+                // What cfn-init never runs it never refuses: a warning about dead
+                // configuration, not an error (issue 30: a config only an `Fn::If` in the
+                // configSets lists, whose file's source is a parameter's empty Default).
+                if running.is_empty() {
+                    finding.severity = Severity::Warning;
+                }
             }
         }
     }
@@ -875,6 +881,9 @@ mod tests {
             ]
         );
         assert_eq!(found[0].pointer, format!("/{INIT_KEY}/configSets"));
+        // What no configSet runs, cfn-init never refuses: a warning.
+        let severities: Vec<Severity> = found.iter().map(|f| f.severity).collect();
+        assert_eq!(severities, [Severity::Warning, Severity::Error, Severity::Error, Severity::Warning]);
         // Told: no warning; -c: each named set must exist, as before.
         let told = checked(init.clone(), Requested::Every { told: true }).findings;
         assert!(told.iter().all(|f| f.code == "E030") && told.len() == 3);
