@@ -405,10 +405,16 @@ fn unresolvable_templates_exit_1_naming_the_expression_and_its_line() {
     render(&sandbox, &["-t", file, "-r", "Nope", "-p", "Name=x"])
         .code(1)
         .stderr_has("Nope: no resource named Nope in the template (its resources: Db, App)");
+    // Any `!Name` is the function Fn::Name (issue 30); one CloudFormation does not have
+    // is refused where it is used, naming it.
     std::fs::write(&template, "Resources:\n  App: {Type: T, Metadata: !Reff x}\n").unwrap();
     render(&sandbox, &["-t", file, "-r", "App"])
         .code(1)
-        .stderr_has(&format!("{file}:2:28: not YAML: unknown tag !Reff"));
+        .stderr_has(&format!("{file}:2:28: App (/Resources/App/Metadata): Fn::Reff is not supported"));
+    std::fs::write(&template, "Resources:\n  App: {Type: T, Metadata: !Re-ff x}\n").unwrap();
+    render(&sandbox, &["-t", file, "-r", "App"])
+        .code(1)
+        .stderr_has(&format!("{file}:2:28: not YAML: unknown tag !Re-ff"));
     render(&sandbox, &["-t", "/nonexistent/t.yaml", "-r", "App"])
         .code(1)
         .stderr_is("cfn-bootstrap render: cannot read /nonexistent/t.yaml: No such file or directory\n");
