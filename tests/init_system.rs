@@ -657,3 +657,23 @@ fn rpm_urls_are_redacted_in_logs_and_errors() {
         }
     }
 }
+
+/// The recorded run with managers the reference did not support (tests/golden/
+/// cfn-init-system/unsupported): `zypper` and `systemd` are supported here (INIT-PKG-10,
+/// INIT-SVC-05), so zypper is run for its package and, with no zypper in the root, the
+/// build fails there (exit 1 where the reference skipped it and exited 0). Every
+/// reference line up to it is kept, in order; the reference's lines for what it skipped,
+/// and those of the build it went on with, are in `NOT_KEPT` (issue 33).
+#[test]
+fn managers_the_reference_skipped_keep_its_lines_up_to_the_first_one_supported_here() {
+    let (o, out) = replay(rootfs(), "unsupported");
+    common::debian_root::keeps_reference_lines(&o, "unsupported", "managers");
+    assert_eq!(out, "== after managers (exit 1)\n");
+    assert_eq!(golden("unsupported", "managers.exit"), "0\n");
+    assert_eq!(
+        o.read("/tmp/out/managers.stderr"),
+        "Error occurred during build: Zypper does not have y available for installation\n"
+    );
+    let unused = common::reference_lines::unused(|scenario| scenario.starts_with("cfn-init-system/unsupported/"));
+    assert!(unused.is_empty(), "NOT_KEPT entries that excuse no line any more: {unused:#?}");
+}

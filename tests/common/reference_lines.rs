@@ -449,6 +449,27 @@ pub const NOT_KEPT: &[NotKept] = &[
         why: "a version apt does not know fails before apt-get runs, with `APT does not have cfn-tiny=3.0 \
               available for installation` (INIT-PKG-07)",
     },
+    // Managers the reference did not support (tests/golden/cfn-init-system/unsupported,
+    // replayed by tests/init_system.rs).
+    NotKept {
+        scenario: "cfn-init-system/unsupported/managers",
+        messages: &[
+            "Unsupported package manager: zypper",
+            "No groups specified",
+            "No users specified",
+            "No sources specified",
+            "No files specified",
+            "No commands specified",
+            "Unsupported service manager: systemd",
+            "Unsupported service manager: upstart",
+            "ConfigSets completed",
+            "Not clearing reboot trigger",
+            "-----------------------Build complete-----------------------",
+        ],
+        instead: Dropped,
+        why: "zypper is supported (INIT-PKG-10): its package is installed with zypper, and the build fails \
+              there when the host has none; the lines of the build the reference went on with are not written",
+    },
     // sources (tests/golden/cfn-init-sources, replayed by tests/init_sources_reference.rs).
     NotKept {
         scenario: "cfn-init-sources/s-github-tarball/cfn-init.log",
