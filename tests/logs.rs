@@ -589,3 +589,144 @@ fn the_recorded_cfn_hup_pass_against_a_dead_endpoint_keeps_the_reference_lines()
 fn the_recorded_verbose_cfn_hup_pass_against_a_dead_endpoint_keeps_the_reference_lines() {
     replay_hup_case("config-deadurl-verbose", &["-v", "-c", "$SCRATCH/hup-deadurl", "--no-daemon"]);
 }
+
+/// The other tools' recorded runs with a log (tests/golden/reference-1.4-31: cfn-init
+/// from a file, and every tool against an endpoint that refuses connections), replayed
+/// with the recording's argv and files: every reference line of cfn-init.log and
+/// cfn-init-cmd.log is kept, in order (issue 33). The runs against the dead endpoint are
+/// seconds of retries each, so they run at once, each in a sandbox of its own.
+#[test]
+fn the_other_tools_recorded_logs_keep_the_reference_lines() {
+    let cases: [(&str, &str, &[&str], &[(&str, &str)]); 11] = [
+        ("cfn-init", "file-ok", &["$SCRATCH/ok.json"], &[]),
+        ("cfn-init", "file-ok-verbose", &["-v", "$SCRATCH/ok.json"], &[]),
+        ("cfn-init", "file-command-fails", &["$SCRATCH/fail.json"], &[]),
+        ("cfn-init", "file-missing-configset", &["-c", "nope", "$SCRATCH/ok.json"], &[]),
+        (
+            "cfn-init",
+            "dead-endpoint",
+            &["-s", "s", "-r", "r", "-u", "http://127.0.0.1:9", "--access-key", "a", "--secret-key", "b"],
+            &[],
+        ),
+        (
+            "cfn-get-metadata",
+            "dead-endpoint",
+            &["-s", "s", "-r", "r", "-u", "http://127.0.0.1:9", "--access-key", "a", "--secret-key", "b"],
+            &[],
+        ),
+        (
+            "cfn-get-metadata",
+            "dead-endpoint-credfile",
+            &["-s", "s", "-r", "r", "-u", "http://127.0.0.1:9", "-f", "$SCRATCH/creds-0600-ok"],
+            &[],
+        ),
+        ("cfn-signal", "wch-dead-endpoint", &["-i", "myid", "http://127.0.0.1:9/wch"], &[]),
+        (
+            "cfn-signal",
+            "resource-dead-endpoint",
+            &[
+                "--stack",
+                "s",
+                "--resource",
+                "r",
+                "--url",
+                "http://127.0.0.1:9",
+                "--access-key",
+                "a",
+                "--secret-key",
+                "b",
+            ],
+            &[],
+        ),
+        (
+            "cfn-send-cmd-event",
+            "dead-endpoint",
+            &[
+                "--event-handle",
+                "http://127.0.0.1:9/e",
+                "-d",
+                "d",
+                "-c",
+                "c",
+                "-i",
+                "i",
+                "-l",
+                "l",
+                "-e",
+                "ev1",
+                "-t",
+                "2020-01-02T03:04:05",
+                "hello",
+                "world",
+            ],
+            &[],
+        ),
+        (
+            "cfn-elect-cmd-leader",
+            "env-ids-dead-endpoint",
+            &["-u", "http://127.0.0.1:9", "--access-key", "a", "--secret-key", "b"],
+            &[("STACK_NAME", "s"), ("CMD_NAME", "c"), ("INVOCATION_ID", "i"), ("LISTENER_ID", "l")],
+        ),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(tool, case, args, env)| std::thread::spawn(move || replay_tool_case(tool, case, args, env)))
+        .collect();
+    let failures: Vec<String> = runs.into_iter().flat_map(|run| run.join().unwrap()).collect();
+    println!("{}", reference_lines::tally());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One recorded run of `tool`: the reference-lines failures of its logs.
+fn replay_tool_case(tool: &str, case: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let sandbox = Sandbox::new();
+    // `out` is missing, as it was: cfn-init makes it (and says so).
+    let scratch = sandbox.path("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let ok = format!(
+        "{{\"AWS::CloudFormation::Init\": {{\"config\": {{\"files\": {{\"{}/out/f.txt\": {{\"content\": \"hello file\\n\"}}}}, \
+         \"commands\": {{\"01echo\": {{\"command\": \"echo hello from command\", \"test\": \"true\"}}}}}}}}}}",
+        scratch.display()
+    );
+    let fail = "{\"AWS::CloudFormation::Init\": {\"config\": {\"commands\": {\"01fail\": {\"command\": \"echo about to fail; exit 3\"}}}}}";
+    std::fs::write(scratch.join("ok.json"), ok).unwrap();
+    std::fs::write(scratch.join("fail.json"), fail).unwrap();
+    std::fs::write(scratch.join("creds-0600-ok"), "AWSAccessKeyId=a\nAWSSecretKey=b\n").unwrap();
+    std::fs::set_permissions(scratch.join("creds-0600-ok"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .unwrap();
+    let args: Vec<String> = args.iter().map(|a| a.replace("$SCRATCH", &scratch.display().to_string())).collect();
+    let mut command = sandbox.cmd(tool).args(&args);
+    for (name, value) in env {
+        command = command.env(name, value);
+    }
+    command.run();
+    // The recording's host was named localhost: cfn-signal's unique ID off EC2 is the host's name.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    let unique_id = (format!("with unique ID {host} and"), "with unique ID localhost and");
+    let named = |line: String| {
+        let line = line.replace(&scratch.display().to_string(), "/tmp/ref/scratch").replace(&unique_id.0, unique_id.1);
+        without_sleep(&line)
+    };
+    let mut failures = Vec::new();
+    for log in ["cfn-init.log", "cfn-init-cmd.log"] {
+        let recorded = golden_dir().join(format!("{tool}/{case}.{log}"));
+        let Ok(theirs) = std::fs::read_to_string(&recorded) else { continue };
+        let theirs: Vec<String> = without_times(&theirs).into_iter().map(named).collect();
+        let ours: Vec<String> = without_times(&sandbox.log(log)).into_iter().map(named).collect();
+        // The command log's lines carry the process's pid after the time.
+        let without_pid = |lines: Vec<String>| -> Vec<String> {
+            lines
+                .into_iter()
+                .map(|l| match l.split_once(' ') {
+                    Some((pid, rest)) if pid.starts_with('P') && pid[1..].bytes().all(|b| b.is_ascii_digit()) => {
+                        rest.to_string()
+                    }
+                    _ => l,
+                })
+                .collect()
+        };
+        let (ours, theirs) = (without_pid(ours), without_pid(theirs));
+        failures.extend(reference_lines::failures(&format!("reference-1.4-31/{tool}/{case}.{log}"), &ours, &theirs));
+    }
+    failures
+}
