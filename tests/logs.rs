@@ -597,7 +597,7 @@ fn the_recorded_verbose_cfn_hup_pass_against_a_dead_endpoint_keeps_the_reference
 /// seconds of retries each, so they run at once, each in a sandbox of its own.
 #[test]
 fn the_other_tools_recorded_logs_keep_the_reference_lines() {
-    let cases: [(&str, &str, &[&str], &[(&str, &str)]); 11] = [
+    let cases: [ToolCase; 11] = [
         ("cfn-init", "file-ok", &["$SCRATCH/ok.json"], &[]),
         ("cfn-init", "file-ok-verbose", &["-v", "$SCRATCH/ok.json"], &[]),
         ("cfn-init", "file-command-fails", &["$SCRATCH/fail.json"], &[]),
@@ -676,6 +676,9 @@ fn the_other_tools_recorded_logs_keep_the_reference_lines() {
     println!("{}", reference_lines::tally());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A recorded run: the tool, the case, its arguments and its environment.
+type ToolCase = (&'static str, &'static str, &'static [&'static str], &'static [(&'static str, &'static str)]);
 
 /// One recorded run of `tool`: the reference-lines failures of its logs.
 fn replay_tool_case(tool: &str, case: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
