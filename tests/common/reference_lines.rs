@@ -38,6 +38,18 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The lines of a `sources` build the reference went on with after extracting an archive
+/// this port refuses (BUG-TRAVERSAL, BUG-SYMLINK).
+const AFTER_A_REFUSED_ARCHIVE: &[&str] = &[
+    "Expanding {ROOT}/",
+    "No files specified",
+    "No commands specified",
+    "No services specified",
+    "ConfigSets completed",
+    "Not clearing reboot trigger",
+    "-----------------------Build complete-----------------------",
+];
+
 /// Reference lines not kept, with why (the reasons docs/compatibility.md gives).
 pub const NOT_KEPT: &[NotKept] = &[
     // cfn-init (tests/golden/cfn-init, replayed by tests/init_reference.rs): the cases of
@@ -485,30 +497,14 @@ pub const NOT_KEPT: &[NotKept] = &[
     },
     NotKept {
         scenario: "cfn-init-sources/s-traversal-prefix/cfn-init.log",
-        messages: &[
-            "Expanding {ROOT}/",
-            "No files specified",
-            "No commands specified",
-            "No services specified",
-            "ConfigSets completed",
-            "Not clearing reboot trigger",
-            "-----------------------Build complete-----------------------",
-        ],
+        messages: AFTER_A_REFUSED_ARCHIVE,
         instead: Dropped,
         why: "a member that escapes into a sibling whose name starts with the target's (../dest2/x) is refused: \\
               the build fails there (BUG-TRAVERSAL)",
     },
     NotKept {
         scenario: "cfn-init-sources/s-symlink-escape/cfn-init.log",
-        messages: &[
-            "Expanding {ROOT}/",
-            "No files specified",
-            "No commands specified",
-            "No services specified",
-            "ConfigSets completed",
-            "Not clearing reboot trigger",
-            "-----------------------Build complete-----------------------",
-        ],
+        messages: AFTER_A_REFUSED_ARCHIVE,
         instead: Dropped,
         why: "a symbolic link member leading out of the target is refused: the build fails there (BUG-SYMLINK)",
     },

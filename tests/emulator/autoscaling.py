@@ -33,6 +33,8 @@ import time
 import uuid
 from xml.sax.saxutils import escape
 
+from query_xml import xml_fields
+
 NS = "http://autoscaling.amazonaws.com/doc/2011-01-01/"
 LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
@@ -444,20 +446,6 @@ def required(params, name):
     return params[name]
 
 
-def xml_fields(d):
-    out = []
-    for k, v in d.items():
-        if v is None:
-            continue
-        if isinstance(v, dict):
-            out.append(f"<{k}>{xml_fields(v)}</{k}>")
-        elif isinstance(v, list):
-            out.append(f"<{k}>" + "".join(f"<member>{xml_fields(m)}</member>" for m in v) + f"</{k}>")
-        elif isinstance(v, bool):
-            out.append(f"<{k}>{'true' if v else 'false'}</{k}>")
-        else:
-            out.append(f"<{k}>{escape(str(v))}</{k}>")
-    return "".join(out)
 
 
 def render_error(err):

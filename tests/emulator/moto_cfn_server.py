@@ -136,6 +136,7 @@ from xml.sax.saxutils import escape
 from werkzeug.serving import make_server, run_simple
 
 import autoscaling
+from query_xml import iso, xml_fields
 
 import moto.cloudformation.parsing as cfn_parsing
 from moto.cloudformation.models import Event, cloudformation_backends
@@ -159,10 +160,6 @@ def utcnow():
     return dt.datetime.now(dt.timezone.utc)
 
 
-def iso(t):
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def epoch(t):
@@ -539,20 +536,6 @@ def record_signal(stack, logical, sig):
 # ---------------------------------------------------------------------------
 # serialisation
 # ---------------------------------------------------------------------------
-def xml_fields(d):
-    out = []
-    for k, v in d.items():
-        if v is None:
-            continue
-        if isinstance(v, dict):
-            out.append(f"<{k}>{xml_fields(v)}</{k}>")
-        elif isinstance(v, list):
-            out.append(f"<{k}>" + "".join(f"<member>{xml_fields(m)}</member>" for m in v) + f"</{k}>")
-        elif isinstance(v, dt.datetime):
-            out.append(f"<{k}>{iso(v)}</{k}>")
-        else:
-            out.append(f"<{k}>{escape(str(v))}</{k}>")
-    return "".join(out)
 
 
 def json_default(o):
