@@ -11,11 +11,6 @@ fn the_emulators_auto_scaling_state_machine_answers_as_aws_does() {
     let script = workspace().join("tests/emulator/selfcheck_autoscaling.py");
     let output = Command::new(emulator_python()).arg(&script).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}\n{stdout}\n{}",
-        script.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}\n{stdout}\n{}", script.display(), String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("checks passed"), "{stdout}");
 }

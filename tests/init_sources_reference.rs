@@ -101,8 +101,7 @@ fn replay(case: &str, server: &ArchiveServer) -> (String, String, Vec<String>) {
 /// The cases whose exit code differs on purpose: the reference extracted an archive
 /// that writes outside its target (exit 0); we refuse it (exit 1). The lines of the
 /// build that went on are in `reference_lines::NOT_KEPT`.
-const EXIT_DIFFERS: &[(&str, &str)] =
-    &[("s-traversal-prefix", "BUG-TRAVERSAL"), ("s-symlink-escape", "BUG-SYMLINK")];
+const EXIT_DIFFERS: &[(&str, &str)] = &[("s-traversal-prefix", "BUG-TRAVERSAL"), ("s-symlink-escape", "BUG-SYMLINK")];
 
 /// The names of the recorded cases, from cases.tsv.
 fn cases() -> Vec<String> {
@@ -120,7 +119,8 @@ fn every_recorded_sources_run_keeps_the_reference_exit_code_and_log_lines() {
         let expected = golden().join(case);
         if let Some((_, why)) = EXIT_DIFFERS.iter().find(|(name, _)| name == case) {
             if exit != "1\n" || read(&expected.join("exit")) != "0\n" {
-                failures.push(format!("{case}: exit {exit:?}: expected 1 where the reference gave 0 ({why})\n{stderr}"));
+                failures
+                    .push(format!("{case}: exit {exit:?}: expected 1 where the reference gave 0 ({why})\n{stderr}"));
             }
         } else if exit != read(&expected.join("exit")) {
             failures.push(format!("{case}: exit {exit:?}, the reference {:?}\n{stderr}", read(&expected.join("exit"))));

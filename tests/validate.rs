@@ -241,7 +241,9 @@ fn cases() -> Vec<Case> {
             format!(
                 "{{\"AWS::CloudFormation::Authentication\": {{\"S3Auth\": {{\"type\": \"S3\", \"buckets\": [\"b\"], \
                  \"roleName\": \"r\"}}}},\n{}",
-                &files("        \"/etc/a\": {\"source\": \"https://b.s3.amazonaws.com/a\", \"authentication\": \"S3auth\"}")[1..]
+                &files(
+                    "        \"/etc/a\": {\"source\": \"https://b.s3.amazonaws.com/a\", \"authentication\": \"S3auth\"}"
+                )[1..]
             ),
             "\"S3auth\"",
             "authentication S3auth is not defined in AWS::CloudFormation::Authentication; cfn-init falls back to the \
@@ -847,7 +849,12 @@ fn a_windows_template_with_rules_and_conditions_is_checked_with_windows_rules() 
     // The configSet the call asks for, and the password written into a file: nothing
     // about paths, windows services or the Rules.
     assert_eq!(codes, ["W010", "E062"], "{run}");
-    assert!(report["findings"][0]["message"].as_str().unwrap().contains("AdminPassword is written into the file c:\\setup\\admin.txt"));
+    assert!(
+        report["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("AdminPassword is written into the file c:\\setup\\admin.txt")
+    );
     assert!(report["findings"][1]["message"].as_str().unwrap().contains("no configSet named nosuchset"));
     // -r naming the conditional resource: a note, the same findings.
     validate(&["-r", "Server"])

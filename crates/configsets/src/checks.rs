@@ -71,7 +71,8 @@ impl Platform {
 
 /// A drive path (`c:\cfn`, `C:/cfn`) or a UNC path (`\\server\share`).
 fn is_windows_path(path: &str) -> bool {
-    matches!(path.as_bytes(), [drive, b':', b'\\' | b'/', ..] if drive.is_ascii_alphabetic()) || path.starts_with("\\\\")
+    matches!(path.as_bytes(), [drive, b':', b'\\' | b'/', ..] if drive.is_ascii_alphabetic())
+        || path.starts_with("\\\\")
 }
 
 /// Which configSets to check.
@@ -722,7 +723,10 @@ pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
                     }
                     let entry = path.iter().take(3).map(|s| format!("/{}", pointer_step(s))).collect::<String>();
                     let entry = format!("/{}{entry}", pointer_step(crate::document::INIT_KEY));
-                    if findings.iter().any(|f| f.pointer.starts_with(&entry) && f.message.contains(&format!(" {name} "))) {
+                    if findings
+                        .iter()
+                        .any(|f| f.pointer.starts_with(&entry) && f.message.contains(&format!(" {name} ")))
+                    {
                         continue;
                     }
                     let message = format!(
@@ -810,8 +814,9 @@ fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
         && !cfn_python::truth::is_true(value)
         && !matches!(text.trim().to_ascii_lowercase().as_str(), "" | "false" | "no" | "n" | "0")
     {
-        let message =
-            format!("ignoreErrors is the string \"{text}\", which cfn-init reads as false (only true, yes, y and 1 are true)");
+        let message = format!(
+            "ignoreErrors is the string \"{text}\", which cfn-init reads as false (only true, yes, y and 1 are true)"
+        );
         let finding = checker.warning("W005", &format!("{pointer}/ignoreErrors"), message);
         finding.target = Target::Value;
         with_help(finding, "write the boolean true or false without quotes");
@@ -955,7 +960,8 @@ mod tests {
         });
         let document = InitDocument::parse(&metadata).unwrap();
         let found = check(&metadata, &document, &Requested::Every { told: true });
-        let found: Vec<(&str, Severity, &str)> = found.iter().map(|f| (f.code, f.severity, f.pointer.as_str())).collect();
+        let found: Vec<(&str, Severity, &str)> =
+            found.iter().map(|f| (f.code, f.severity, f.pointer.as_str())).collect();
         let files = format!("/{INIT_KEY}/config/files");
         assert_eq!(
             found,
@@ -982,9 +988,13 @@ mod tests {
         let config = format!("/{INIT_KEY}/config");
         assert_eq!(
             found,
-            [("W010", format!("{config}/files/~1etc~1db.conf/content").as_str()), ("W010", format!("{config}/commands/01/env/PW").as_str())]
+            [
+                ("W010", format!("{config}/files/~1etc~1db.conf/content").as_str()),
+                ("W010", format!("{config}/commands/01/env/PW").as_str())
+            ]
         );
-        let messages: Vec<String> = secrets_in_init(&metadata, &["DbPassword"]).into_iter().map(|f| f.message).collect();
+        let messages: Vec<String> =
+            secrets_in_init(&metadata, &["DbPassword"]).into_iter().map(|f| f.message).collect();
         assert!(messages[0].contains("into the file /etc/db.conf"), "{}", messages[0]);
         assert!(messages[1].contains("into the environment of the command 01"), "{}", messages[1]);
         assert!(secrets_in_init(&metadata, &[]).is_empty());
@@ -998,7 +1008,10 @@ mod tests {
         let found = findings(init);
         let codes: Vec<(&str, &str)> = found.iter().map(|(c, p, _)| (*c, p.as_str())).collect();
         let nginx = format!("/{INIT_KEY}/config/services/sysvinit/nginx");
-        assert_eq!(codes, [("W011", format!("{nginx}/files").as_str()), ("W011", format!("{nginx}/packages/yum").as_str())]);
+        assert_eq!(
+            codes,
+            [("W011", format!("{nginx}/files").as_str()), ("W011", format!("{nginx}/packages/yum").as_str())]
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ use crate::limits::{Budget, MAX_DEPTH, too_deep};
 use crate::location::{Node, Position, Positions};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Number, Value};
-use std::collections::HashMap;
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A YAML text that is not a template's YAML, or is over one of the bounds
 /// ([`MAX_DEPTH`], what anchors and aliases may copy).

@@ -100,7 +100,10 @@ fn a_resource_under_a_false_condition_is_checked_as_when_created() {
 
 #[test]
 fn an_unknown_function_is_an_unknown_value_to_the_checks() {
-    let v = variants("", "a: !Length [1, 2]\nb: {'Fn::Transform': {Name: 'AWS::Include', Parameters: {Location: s3://b/k}}}");
+    let v = variants(
+        "",
+        "a: !Length [1, 2]\nb: {'Fn::Transform': {Name: 'AWS::Include', Parameters: {Location: s3://b/k}}}",
+    );
     assert_eq!(v, [json!({"a": marker("Fn::Length"), "b": marker("Fn::Transform")})]);
     let text = "Resources:\n  R: {Type: X, Metadata: {a: !Length [1]}}\n";
     let e = Template::parse("t.yaml", text).unwrap().metadata("R", &Inputs::default()).unwrap_err();
