@@ -69,6 +69,16 @@ impl Instance {
             .env("CFN_BOOTSTRAP_HUP_HEARTBEAT_FLOOR_SECONDS", "1")
     }
 
+    /// `cfn-bootstrap` itself, with the environment of [`Self::cmd`].
+    fn bootstrap(&self) -> TestCommand {
+        let argv = binary_argv(binary());
+        self.sandbox
+            .cmd_via(&argv[0], "cfn-bootstrap")
+            .args(&argv[1..])
+            .env_remove("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+            .env("AWS_ENDPOINT_URL_AUTO_SCALING", ENDPOINT)
+    }
+
     fn start(&mut self) {
         let mut cmd = self.cmd("cfn-hup").arg("-c").arg(&self.dir).arg("-F");
         cmd.cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -386,4 +396,48 @@ fn auto_scaling_throttling_is_retried() {
     });
     assert_eq!(api_completions(&completions), [("ready-hook".into(), "CONTINUE".into(), "api".into())], "{log}");
     assert_eq!(statuses, [400, 400, 200], "{log}");
+}
+
+#[test]
+fn lifecycle_complete_maps_exit_codes_to_continue_and_abandon() {
+    let (runs, completions) = in_private_network(|| {
+        let instance = Instance::new(&recorder("unused", "on.rebalance", "true", ""));
+        let complete = |code: &str| {
+            instance.launch(json!([{"name": "ready-hook", "transition": "launching", "heartbeat_timeout": 300}]));
+            instance
+                .bootstrap()
+                .args(["lifecycle", "complete", "-e", code, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+                .run()
+        };
+        let ok = complete("0");
+        // Nothing waits any more: counted as done, said on stderr.
+        let again = instance
+            .bootstrap()
+            .args(["lifecycle", "complete", "--result", "continue", "--hook", "ready-hook", "--group", "web"])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .run();
+        let failed = complete("1");
+        (vec![ok, again, failed], instance.completions())
+    });
+    for run in &runs {
+        run.code(0);
+    }
+    runs[1].stderr_is(&format!(
+        "No lifecycle action of hook ready-hook waits on {INSTANCE} any more; nothing to complete\n"
+    ));
+    let results: Vec<String> = api_completions(&completions).into_iter().map(|c| c.1).collect();
+    assert_eq!(results, ["CONTINUE", "ABANDON"]);
+}
+
+#[test]
+fn lifecycle_complete_without_a_waiting_action_fails_with_a_message() {
+    let run = in_private_network(|| {
+        let instance = Instance::new(&recorder("unused", "on.rebalance", "true", ""));
+        instance.group(json!([{"name": "ready-hook", "transition": "launching", "heartbeat_timeout": 300}]));
+        instance
+            .bootstrap()
+            .args(["lifecycle", "complete", "-e", "0", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .run()
+    });
+    run.code(1).stderr_is(&format!("Error: instance {INSTANCE} is InService: no lifecycle action waits on it\n"));
 }
