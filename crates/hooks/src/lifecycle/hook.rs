@@ -222,3 +222,37 @@ mod tests {
         assert_eq!(LifecycleResult::parse("stop"), None);
     }
 }
+
+/// Whatever a hook file says for the lifecycle keys, reading it never panics, and a
+/// value is either taken within its bounds or refused naming the file, section and key.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn lifecycle_keys_are_taken_within_bounds_or_refused_by_name(
+            key in prop::sample::select(vec!["timeout", "on-failure", "lifecycle-hook", "autoscaling-group"]),
+            value in "[ -~]{0,40}",
+            trigger in prop::sample::select(Trigger::ALL.to_vec()),
+        ) {
+            let mut ini = Ini::new();
+            let text = format!("[h]\ntriggers={}\naction=x\n{key}={value}\n", trigger.name());
+            prop_assume!(ini.read_str(&text, "hooks.conf").is_ok());
+            match read(&ini, "h", vec![trigger], "x".into(), None) {
+                Ok(hook) => {
+                    prop_assert!(hook.timeout.is_none_or(|t| (1..=MAX_TIMEOUT_SECONDS).contains(&t.as_secs())));
+                    for name in [&hook.lifecycle_hook, &hook.autoscaling_group].into_iter().flatten() {
+                        prop_assert!(!name.is_empty() && name.len() <= 255 && !name.chars().any(char::is_control));
+                    }
+                    prop_assert!(trigger.is_asg() || (hook.on_failure.is_none() && hook.lifecycle_hook.is_none()));
+                }
+                Err(crate::ConfigError::LifecycleKey(e)) => {
+                    prop_assert_eq!((e.file.as_str(), e.section.as_str(), e.key.as_str()), ("hooks.conf", "h", key));
+                }
+                Err(other) => prop_assert!(matches!(other, crate::ConfigError::Ini(_)), "{other}"),
+            }
+        }
+    }
+}

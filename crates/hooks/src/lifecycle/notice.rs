@@ -181,3 +181,51 @@ mod tests {
         assert!(target_state("<html>").is_err());
     }
 }
+
+/// The notice identity rule: the same content is the same notice whatever the order of
+/// its keys; any other content is another notice; nothing read from IMDS panics.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fields() -> impl Strategy<Value = Vec<(String, String)>> {
+        proptest::collection::btree_map("[a-zA-Z]{1,8}", "[ -~]{0,12}", 1..6)
+            .prop_map(|m| m.into_iter().collect::<Vec<_>>())
+    }
+
+    fn object(fields: &[(String, String)]) -> String {
+        let items: Vec<String> =
+            fields.iter().map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), Value::from(v.as_str()))).collect();
+        format!("{{{}}}", items.join(", "))
+    }
+
+    proptest! {
+        #[test]
+        fn the_order_of_keys_never_makes_another_notice(fields in fields(), seed in any::<u64>()) {
+            let mut shuffled = fields.clone();
+            fastrand::Rng::with_seed(seed).shuffle(&mut shuffled);
+            let a = rebalance(&object(&fields)).unwrap();
+            let b = rebalance(&object(&shuffled)).unwrap();
+            prop_assert_eq!(&a.id, &b.id);
+            prop_assert_eq!(a.json, b.json);
+        }
+
+        #[test]
+        fn other_content_is_another_notice(fields in fields(), which in any::<prop::sample::Index>(), extra in "[ -~]{1,4}") {
+            let mut changed = fields.clone();
+            let i = which.index(changed.len());
+            changed[i].1.push_str(&extra);
+            prop_assert_ne!(rebalance(&object(&fields)).unwrap().id, rebalance(&object(&changed)).unwrap().id);
+        }
+
+        #[test]
+        fn any_answer_is_read_without_panic(body in ".{0,200}") {
+            let _ = spot(&body);
+            let _ = rebalance(&body);
+            let _ = maintenance(&body);
+            let _ = target_state(&body);
+            let _ = rfc3339(&body);
+        }
+    }
+}
