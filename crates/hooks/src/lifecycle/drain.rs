@@ -225,7 +225,10 @@ impl Drain<'_> {
     ) {
         let Some(shortest) = hooks.iter().map(|h| h.heartbeat_timeout).min() else { return };
         let every = Duration::from_secs(shortest / 2).max(self.heartbeat_floor);
-        let mut next = Instant::now() + every;
+        // The first at once: the action has waited since the transition began (up to a
+        // poll and its confirmation ago, or a restart ago), and a heartbeat restarts its
+        // timeout from now.
+        let mut next = Instant::now();
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             if stopped.recv_timeout(wait) != Err(mpsc::RecvTimeoutError::Timeout) {
