@@ -189,6 +189,30 @@ fn terminate_runs_the_drain_once_keeps_it_alive_with_heartbeats_and_continues() 
 }
 
 #[test]
+fn every_hook_of_the_transition_is_completed_once() {
+    let (completions, marks, log) = in_private_network(|| {
+        let mut instance = Instance::new(&recorder("drain", "on.asg.terminate", "true", ""));
+        instance.group(json!([
+            {"name": "deregister", "transition": "terminating", "heartbeat_timeout": 300},
+            {"name": "backup", "transition": "terminating", "heartbeat_timeout": 300},
+            {"name": "ready", "transition": "launching", "heartbeat_timeout": 300},
+        ]));
+        instance.start();
+        instance.emulator.post_json("/_emu/autoscaling/terminate", &json!({"instance": INSTANCE}));
+        instance.wait_completions(2);
+        std::thread::sleep(Duration::from_secs(3));
+        (instance.completions(), instance.marks(), instance.log())
+    });
+    assert_eq!(
+        api_completions(&completions),
+        [("deregister".into(), "CONTINUE".into(), "api".into()), ("backup".into(), "CONTINUE".into(), "api".into())],
+        "{log}"
+    );
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert!(marks[0].contains(" web deregister,backup "), "{marks:?}");
+}
+
+#[test]
 fn a_failing_action_completes_with_its_on_failure_result() {
     let completions = in_private_network(|| {
         let mut instance = Instance::new(&recorder("drain", "on.asg.terminate", "exit 3", "on-failure=abandon\n"));
