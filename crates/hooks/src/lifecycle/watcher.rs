@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The longest pause before a transition whose AWS calls failed is looked at again.
+pub const RETRY_AT_MOST: Duration = Duration::from_secs(60);
+
 /// How often a lasting failure of one item is logged again.
 pub const COMPLAIN_EVERY: Duration = Duration::from_secs(300);
 
@@ -103,6 +106,9 @@ struct State {
     failing: HashMap<(&'static str, String), Instant>,
     /// Transitions left for good this run (done, or not this instance's).
     finished: Vec<Trigger>,
+    /// Transitions to look at again only after a pause (an AWS call failed): when, and
+    /// how many tries in a row failed.
+    paused: HashMap<Trigger, (Instant, u32)>,
     region: Option<String>,
 }
 
@@ -229,6 +235,9 @@ impl Watcher {
         if hooks.is_empty() || self.state().finished.contains(&trigger) {
             return;
         }
+        if self.state().paused.get(&trigger).is_some_and(|(until, _)| Instant::now() < *until) {
+            return;
+        }
         let region = self.region(&setup.region);
         let service = setup.service.clone();
         let client = move || -> Result<AutoScaling, String> { service.autoscaling(&region).map_err(|e| e.to_string()) };
@@ -239,8 +248,21 @@ impl Watcher {
             record: &self.record,
             heartbeat_floor: setup.heartbeat_floor.unwrap_or(HEARTBEAT_FLOOR),
         };
-        if drain.transition(trigger, &hooks) == Next::Done {
-            self.state().finished.push(trigger);
+        let next = drain.transition(trigger, &hooks);
+        let mut state = self.state();
+        match next {
+            Next::Done => {
+                state.finished.push(trigger);
+                state.paused.remove(&trigger);
+            }
+            Next::Retry => {
+                // A failing call (no permission, an outage) is tried again at once the
+                // first time, then at most every minute: the log gets a line a minute,
+                // and a transition that can still be completed soon is not missed.
+                let failed = state.paused.get(&trigger).map_or(0, |(_, n)| *n) + 1;
+                let pause = (setup.every * 2u32.saturating_pow(failed.saturating_sub(1).min(16))).min(RETRY_AT_MOST);
+                state.paused.insert(trigger, (Instant::now() + pause, failed));
+            }
         }
     }
 
