@@ -6,7 +6,7 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, doctor, manpages, plan, render, status, validate};
+use crate::{TOOLS, Tool, completions, doctor, lifecycle, manpages, plan, render, status, validate};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;
@@ -47,7 +47,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                     TOOLS
                         .iter()
                         .flat_map(|t| [t.name, t.short_name()])
-                        .chain(["completions", "doctor", "man", "plan", "render", "status", "validate"])
+                        .chain(["completions", "doctor", "lifecycle", "man", "plan", "render", "status", "validate"])
                         .collect::<Vec<_>>(),
                 ),
             ),
@@ -93,6 +93,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
                 ),
         )
         .subcommand(doctor::command())
+        .subcommand(lifecycle::command())
         .subcommand(plan::command())
         .subcommand(render::command())
         .subcommand(status::command())
@@ -139,6 +140,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
         }
         Some(("man", sub)) => man(sub.get_one::<String>("name").map(String::as_str), sub.get_one::<String>("dir")),
         Some(("doctor", sub)) => doctor::run(sub),
+        Some(("lifecycle", sub)) => lifecycle::run(sub),
         Some(("status", sub)) => status::run(sub),
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
         Some(("plan", sub)) => plan::run(sub),

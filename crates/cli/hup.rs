@@ -17,7 +17,9 @@
 //! configuration) by a number of seconds, `CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS`
 //! the listener's 20 s long poll (0–20), and `CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS`
 //! the 60 s bound on each attempt of the service's AWS calls (a time-compressed soak
-//! meets timeouts too). They are test aids only; production never sets them.
+//! meets timeouts too), and `CFN_BOOTSTRAP_HUP_HEARTBEAT_FLOOR_SECONDS` the 30 s that
+//! lifecycle heartbeats are at least apart (at least 1 s; a drain longer than a
+//! few-second heartbeat timeout). They are test aids only; production never sets them.
 
 use crate::optparse::{Opt, Parser};
 use crate::{logging, report};
@@ -36,6 +38,7 @@ use std::time::Duration;
 pub const INTERVAL_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
 pub const RECEIVE_WAIT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS";
 pub const ATTEMPT_TIMEOUT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS";
+pub const HEARTBEAT_FLOOR_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_HEARTBEAT_FLOOR_SECONDS";
 
 pub fn parser(prog: &str) -> Parser {
     Parser {
@@ -125,6 +128,8 @@ fn settings() -> Settings {
         receive_wait_seconds,
         // Not below 100 ms: no attempt could succeed, however near the service.
         attempt_timeout: seconds(ATTEMPT_TIMEOUT_OVERRIDE).map(|limit| limit.max(Duration::from_millis(100))),
+        // Not below a second: heartbeats must never become a flood.
+        heartbeat_floor: seconds(HEARTBEAT_FLOOR_OVERRIDE).map(|floor| floor.max(Duration::from_secs(1))),
     }
 }
 
@@ -156,7 +161,10 @@ fn serve(
 ) -> ExitCode {
     // The configuration is checked before detaching (SPEC §14.6); what needs the network
     // (credentials, the listener id) is resolved by the daemon, which reports it.
-    if let Err(e) = service_loop::interval(&config, &settings).and_then(|_| service_loop::max_backoff(&config)) {
+    let checked = service_loop::interval(&config, &settings)
+        .and_then(|_| service_loop::max_backoff(&config))
+        .and_then(|_| config.main.lifecycle_interval());
+    if let Err(e) = checked {
         return report::failure(format!("Error: {e}"));
     }
     let umask = match service_loop::umask(&config) {

@@ -14,6 +14,7 @@ mod doctor;
 mod get_metadata;
 mod hup;
 mod init;
+mod lifecycle;
 mod logging;
 mod manpages;
 mod options;

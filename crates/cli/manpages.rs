@@ -96,6 +96,15 @@ fn extra(name: &str) -> Extra {
             exit: &[("0", "The event was sent."), ("1", "An error; the message is on standard error."), USAGE_ERROR],
             files: &[],
         },
+        "cfn-bootstrap-lifecycle" => Extra {
+            description: "",
+            exit: &[
+                ("0", "The lifecycle action was completed, or none waited any more."),
+                ("1", "It could not be completed; the message is on standard error."),
+                ("2", "The command line could not be parsed."),
+            ],
+            files: &[],
+        },
         "cfn-bootstrap-status" => Extra {
             description: "",
             exit: &[

@@ -36,6 +36,7 @@ pub const BOOTSTRAP_PAGES: &[&str] = &[
     "cfn-bootstrap-completions",
     "cfn-bootstrap-man",
     "cfn-bootstrap-doctor",
+    "cfn-bootstrap-lifecycle",
     "cfn-bootstrap-plan",
     "cfn-bootstrap-render",
     "cfn-bootstrap-status",

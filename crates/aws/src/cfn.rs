@@ -319,7 +319,7 @@ impl CloudFormation {
 /// NET-06: API calls carry the `CfnTools/` user agent of our HTTP client, not the SDK's.
 /// Removed after signing (SigV4 never signs `User-Agent`), so that the client's own applies.
 #[derive(Debug)]
-struct OurUserAgent;
+pub(crate) struct OurUserAgent;
 
 impl Intercept for OurUserAgent {
     fn name(&self) -> &'static str {

@@ -82,6 +82,13 @@ enum Outcome {
     NoConnection(String),
 }
 
+impl Outcome {
+    /// A failed exchange in words.
+    fn describe(error: &reqwest::Error) -> String {
+        if error.is_timeout() { "timed out".to_string() } else { innermost(error) }
+    }
+}
+
 impl Default for Imds {
     fn default() -> Self {
         Self::from_env()
@@ -180,6 +187,19 @@ impl Imds {
         parse_role_document(&path, &text)
     }
 
+    /// The name of the instance profile's role (the first line of
+    /// `iam/security-credentials/`): whose keys sign calls that the instance identity
+    /// cannot sign (Auto Scaling).
+    pub fn instance_profile_role(&self) -> Result<String, ImdsError> {
+        let path = "/latest/meta-data/iam/security-credentials/";
+        let text = self.get(path)?;
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| ImdsError::NotFound { path: path.to_string() })
+    }
+
     /// Role credentials with their `Expiration` (`%Y-%m-%dT%H:%M:%SZ`, UTC), for callers
     /// that keep them and must refresh them in time (cfn-hup, CRED-06).
     pub fn role_credentials_expiring(
@@ -216,6 +236,51 @@ impl Imds {
                 _ => Verdict::Terminal,
             },
         )
+    }
+
+    /// One GET of `path` for a caller that polls it (cfn-hup's lifecycle watcher): one
+    /// attempt (the next poll is the retry), an answer of at most `limit` bytes (a larger
+    /// one is an error, not a prefix), 404 as `None`. Unlike [`Self::get`], a service
+    /// that did not answer is not written off: a poll that timed out says nothing of the
+    /// next one.
+    pub fn poll(&self, path: &str, limit: usize) -> Result<Option<String>, ImdsError> {
+        if self.disabled {
+            return Err(ImdsError::Disabled);
+        }
+        let failed = |reason: String| ImdsError::Failed { path: path.to_string(), reason };
+        let token = match self.token() {
+            Ok(token) => token,
+            Err(_) => {
+                // Nothing answered the token call: ask again on the next poll.
+                self.session().token = None;
+                return Err(failed("no answer".into()));
+            }
+        };
+        let mut request = self.client().get(format!("{}{path}", self.endpoint));
+        if let Some(token) = &token {
+            request = request.header("X-aws-ec2-metadata-token", token);
+        }
+        let answer = block_on(async {
+            let mut response = request.send().await.map_err(|e| Outcome::describe(&e))?;
+            let status = response.status().as_u16();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| Outcome::describe(&e))? {
+                if body.len() + chunk.len() > limit {
+                    return Err(format!("the answer is larger than {limit} bytes"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((status, body))
+        });
+        match answer.map_err(failed)? {
+            (200, body) => String::from_utf8(body).map(Some).map_err(|_| failed("the answer is not UTF-8".into())),
+            (404, _) => Ok(None),
+            (401, _) => {
+                self.session().token = None;
+                Err(failed("401 Unauthorized".into()))
+            }
+            (status, _) => Err(failed(format!("HTTP {status}"))),
+        }
     }
 
     fn client(&self) -> &reqwest::Client {

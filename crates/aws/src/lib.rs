@@ -1,5 +1,5 @@
 //! AWS access for the cfn-* tools: credentials and signing, the instance metadata
-//! service, the CloudFormation and SQS clients with the reference's retry rules, the one
+//! service, the CloudFormation, SQS and Auto Scaling clients with the reference's retry rules, the one
 //! HTTP stack (proxies, trust store, the SDK's HTTP client), and downloads with the
 //! AWS::CloudFormation::Authentication blocks that choose their credentials.
 //!
@@ -8,6 +8,7 @@
 
 pub mod api_error;
 pub mod auth;
+pub mod autoscaling;
 pub mod cfn;
 pub mod cfn_v1_auth;
 pub mod credentials;

@@ -206,10 +206,11 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
             return checks;
         }
     };
-    checks.push(Check::ok(
-        "hup.hooks",
-        format!("{} update hook(s), {} command hook(s)", hooks.update.len(), hooks.command.len()),
-    ));
+    let mut found = format!("{} update hook(s), {} command hook(s)", hooks.update.len(), hooks.command.len());
+    if !hooks.lifecycle.is_empty() {
+        found.push_str(&format!(", {} lifecycle hook(s)", hooks.lifecycle.len()));
+    }
+    checks.push(Check::ok("hup.hooks", found));
     let path = std::env::var_os("PATH").unwrap_or_default();
     for hook in &hooks.update {
         let known: Vec<&str> =
@@ -228,6 +229,11 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
     }
     for hook in &hooks.command {
         checks.push(Check::ok(format!("hook.triggers:{}", hook.name), format!("on.command {}", hook.command)));
+        checks.extend(runs(&hook.name, hook.runas.as_deref(), &hook.action, &path));
+    }
+    for hook in &hooks.lifecycle {
+        let triggers: Vec<&str> = hook.triggers.iter().map(|t| t.name()).collect();
+        checks.push(Check::ok(format!("hook.triggers:{}", hook.name), triggers.join(",")));
         checks.extend(runs(&hook.name, hook.runas.as_deref(), &hook.action, &path));
     }
     checks

@@ -5,12 +5,14 @@
 //! and command hooks (`triggers=on.command`, SPEC §14.7) whose `path` names the command.
 
 use crate::ini::{Ini, IniError};
+use crate::lifecycle::{self, LifecycleHook};
 use crate::path::{HookPath, PathError};
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_REGION: &str = "us-east-1";
 pub const DEFAULT_INTERVAL_MINUTES: u64 = 15;
 pub const DEFAULT_UMASK: u32 = 0o022;
+pub const DEFAULT_LIFECYCLE_INTERVAL_SECONDS: u64 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -43,6 +45,13 @@ pub enum ConfigError {
     Umask(String),
     #[error("Multiple hooks for the same command ({0})")]
     DuplicateCommand(String),
+    /// A bad value of a key of a lifecycle hook (issue 32).
+    #[error("{0}")]
+    LifecycleKey(#[from] crate::lifecycle::hook::KeyError),
+    #[error("Invalid triggers in {file}, section [{section}]: {reason}")]
+    MixedTriggers { file: String, section: String, reason: String },
+    #[error("Invalid lifecycle-interval in {file} (must be a whole number of seconds from 1 to 3600): {value}")]
+    LifecycleInterval { file: String, value: String },
 }
 
 /// The `[main]` section.
@@ -64,6 +73,7 @@ pub struct MainConfig {
     interval: Option<String>,
     umask: Option<String>,
     max_backoff: Option<String>,
+    lifecycle_interval: Option<String>,
     /// `cfn-hup.conf`, named by the errors of the values checked only when used.
     file: PathBuf,
 }
@@ -93,6 +103,19 @@ impl MainConfig {
         match text.trim().parse::<u64>() {
             Ok(minutes) if minutes >= 1 => Ok(minutes),
             _ => Err(invalid()),
+        }
+    }
+
+    /// `lifecycle-interval`: how often, in seconds, the instance metadata's lifecycle
+    /// items are polled when a lifecycle hook is configured (default 5, as AWS advises
+    /// for Spot notices; 1 to 3600). Checked, like the interval, in the service modes.
+    pub fn lifecycle_interval(&self) -> Result<std::time::Duration, ConfigError> {
+        let Some(text) = self.lifecycle_interval.as_deref() else {
+            return Ok(std::time::Duration::from_secs(DEFAULT_LIFECYCLE_INTERVAL_SECONDS));
+        };
+        match text.trim().parse::<u64>() {
+            Ok(seconds) if (1..=3600).contains(&seconds) => Ok(std::time::Duration::from_secs(seconds)),
+            _ => Err(ConfigError::LifecycleInterval { file: self.file.display().to_string(), value: text.to_string() }),
         }
     }
 
@@ -162,6 +185,7 @@ pub struct HupConfig {
     pub main: MainConfig,
     pub hooks: Vec<Hook>,
     pub command_hooks: Vec<CommandHook>,
+    pub lifecycle_hooks: Vec<LifecycleHook>,
 }
 
 /// The hooks of the hook files, by kind.
@@ -169,6 +193,7 @@ pub struct HupConfig {
 pub struct Hooks {
     pub update: Vec<Hook>,
     pub command: Vec<CommandHook>,
+    pub lifecycle: Vec<LifecycleHook>,
 }
 
 /// ConfigParser's `getboolean`.
@@ -211,6 +236,7 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
         interval: get("interval")?,
         umask: get("umask")?,
         max_backoff: get("max-backoff")?,
+        lifecycle_interval: get("lifecycle-interval")?,
         file,
     })
 }
@@ -274,6 +300,23 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
             continue;
         };
         let triggers: Vec<String> = triggers.split(',').map(|t| t.trim().to_string()).collect();
+        // Lifecycle hooks (issue 32) watch the instance, not a path.
+        match lifecycle::hook::triggers_of(&triggers) {
+            Ok(None) => {}
+            Ok(Some(lifecycle_triggers)) => {
+                let Some(action) = ini.get(&name, "action")? else {
+                    tracing::error!("No action specified for hook {name}");
+                    continue;
+                };
+                let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+                hooks.lifecycle.push(lifecycle::hook::read(&ini, &name, lifecycle_triggers, action, runas)?);
+                continue;
+            }
+            Err(reason) => {
+                let file = ini.file_of(&name, "triggers").unwrap_or_default();
+                return Err(ConfigError::MixedTriggers { file, section: name, reason });
+            }
+        }
         let Some(path) = ini.get(&name, "path")? else {
             tracing::error!("No path specified for hook {name}");
             continue;
@@ -295,7 +338,7 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
         }
         hooks.update.push(Hook { path: HookPath::parse(&path)?, name, triggers, action, runas });
     }
-    if hooks.update.is_empty() && hooks.command.is_empty() {
+    if hooks.update.is_empty() && hooks.command.is_empty() && hooks.lifecycle.is_empty() {
         return Err(ConfigError::NoValidHooks);
     }
     Ok(hooks)
@@ -305,7 +348,13 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
 pub fn load(dir: &Path) -> Result<HupConfig, ConfigError> {
     let main = load_main(dir)?;
     let hooks = load_hooks(dir)?;
-    Ok(HupConfig { dir: dir.to_path_buf(), main, hooks: hooks.update, command_hooks: hooks.command })
+    Ok(HupConfig {
+        dir: dir.to_path_buf(),
+        main,
+        hooks: hooks.update,
+        command_hooks: hooks.command,
+        lifecycle_hooks: hooks.lifecycle,
+    })
 }
 
 #[cfg(test)]
@@ -464,6 +513,84 @@ mod tests {
         ]);
         let c = load(d.path()).unwrap();
         assert_eq!((c.hooks.len(), c.command_hooks.len()), (0, 1));
+    }
+
+    #[test]
+    fn lifecycle_hooks_need_no_path_and_their_keys_are_checked() {
+        use crate::lifecycle::{LifecycleResult, Trigger};
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\nlifecycle-interval=2\n"),
+            (
+                "hooks.d/drain.conf",
+                "[drain]\ntriggers=on.asg.terminate\naction=drain.sh\ntimeout=600\nrunas=nobody\n\
+                 [ready]\ntriggers=on.asg.launch\naction=check\non-failure=CONTINUE\nlifecycle-hook=ready-hook\n\
+                 autoscaling-group= web \n[spot]\ntriggers=on.spot.interruption, on.rebalance,on.maintenance\naction=x\n",
+            ),
+        ]);
+        let c = load(d.path()).unwrap();
+        assert!(c.hooks.is_empty() && c.command_hooks.is_empty());
+        assert_eq!(c.main.lifecycle_interval().unwrap(), std::time::Duration::from_secs(2));
+        let [drain, ready, spot] = &c.lifecycle_hooks[..] else { panic!("{:?}", c.lifecycle_hooks) };
+        assert_eq!(
+            (drain.triggers.as_slice(), drain.timeout),
+            (&[Trigger::AsgTerminate][..], Some(std::time::Duration::from_secs(600)))
+        );
+        assert_eq!(drain.on_failure_for(Trigger::AsgTerminate), LifecycleResult::Continue);
+        assert_eq!(drain.runas.as_deref(), Some("nobody"));
+        assert_eq!(ready.on_failure_for(Trigger::AsgLaunch), LifecycleResult::Continue);
+        assert_eq!(
+            (ready.lifecycle_hook.as_deref(), ready.autoscaling_group.as_deref()),
+            (Some("ready-hook"), Some("web"))
+        );
+        assert_eq!(spot.triggers, [Trigger::SpotInterruption, Trigger::Rebalance, Trigger::Maintenance]);
+        assert_eq!(Trigger::AsgLaunch.default_on_failure(), LifecycleResult::Abandon);
+
+        let file = d.path().join("hooks.d/drain.conf");
+        let refused = |hook: &str| {
+            std::fs::write(&file, hook).unwrap();
+            load(d.path()).unwrap_err().to_string()
+        };
+        let shown = file.display();
+        assert_eq!(
+            refused("[d]\ntriggers=on.asg.terminate\naction=x\ntimeout=0\n"),
+            format!("Invalid timeout in {shown}, section [d] (must be a whole number of seconds from 1 to 172800): 0")
+        );
+        assert_eq!(
+            refused("[d]\ntriggers=on.asg.terminate\naction=x\non-failure=retry\n"),
+            format!("Invalid on-failure in {shown}, section [d] (must be continue or abandon): retry")
+        );
+        assert_eq!(
+            refused("[d]\ntriggers=on.rebalance\naction=x\non-failure=abandon\n"),
+            format!(
+                "Invalid on-failure in {shown}, section [d] (only on.asg.launch and on.asg.terminate hooks complete): abandon"
+            )
+        );
+        assert!(
+            refused("[d]\ntriggers=on.maintenance\naction=x\nlifecycle-hook=h\n")
+                .starts_with("Invalid lifecycle-hook in")
+        );
+        assert!(
+            refused("[d]\ntriggers=on.asg.launch\naction=x\nautoscaling-group=\n")
+                .starts_with("Invalid autoscaling-group in")
+        );
+        assert_eq!(
+            refused("[d]\ntriggers=on.asg.launch,post.update\npath=Resources.A\naction=x\n"),
+            format!("Invalid triggers in {shown}, section [d]: post.update cannot be combined with lifecycle triggers")
+        );
+        // A lifecycle hook with no action is skipped like any other.
+        assert_eq!(refused("[d]\ntriggers=on.asg.launch\n"), "No valid hooks found");
+        for bad in ["0", "3601", "1.5", "soon"] {
+            let d = dir_with(&[("cfn-hup.conf", &format!("[main]\nstack=s\nlifecycle-interval={bad}\n"))]);
+            assert_eq!(
+                load_main(d.path()).unwrap().lifecycle_interval().unwrap_err().to_string(),
+                format!(
+                    "Invalid lifecycle-interval in {}/cfn-hup.conf (must be a whole number of seconds from 1 to 3600): {bad}",
+                    d.path().display()
+                )
+            );
+        }
+        let d = dir_with(&[("cfn-hup.conf", "[main]\nstack=s\n")]);
+        assert_eq!(load_main(d.path()).unwrap().lifecycle_interval().unwrap(), std::time::Duration::from_secs(5));
     }
 
     #[test]

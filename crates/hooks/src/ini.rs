@@ -191,6 +191,12 @@ impl Ini {
         self.section(section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
     }
 
+    /// The file that set `key` in `section` (or `[DEFAULT]`), for errors about its value.
+    pub fn file_of(&self, section: &str, key: &str) -> Option<String> {
+        let (_, file) = self.raw(section, &key.to_lowercase())?;
+        self.files.get(file).cloned()
+    }
+
     /// The value of `key` in `section` (or `[DEFAULT]`), with `%%` and `%(name)s` expanded.
     /// `None` when the section or key is missing. Every value returned counts toward the
     /// [`FILE_LIMIT`] of the file that set it (cfn-hup reads each key once).

@@ -18,6 +18,7 @@ pub mod config;
 pub mod daemon;
 pub mod detect;
 pub mod ini;
+pub mod lifecycle;
 pub mod listener;
 pub mod listener_task;
 pub mod offload;

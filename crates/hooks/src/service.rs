@@ -17,6 +17,9 @@ enum Auth {
 }
 
 pub struct Service {
+    /// The instance profile's role, found when Auto Scaling is first called with no
+    /// keys configured (the instance identity signs no Auto Scaling call).
+    instance_role: std::sync::OnceLock<RefreshingRole>,
     endpoint: String,
     region: String,
     http: Arc<HttpClient>,
@@ -46,6 +49,7 @@ impl Service {
         cfn_aws::log_client_endpoint(&main.region, main.url.as_deref());
         let endpoint = cfn_aws::endpoint::cloudformation_url(&main.region, main.url.as_deref());
         Ok(Service {
+            instance_role: std::sync::OnceLock::new(),
             endpoint,
             region: main.region.clone(),
             http: Arc::new(http_client()),
@@ -76,6 +80,32 @@ impl Service {
         };
         Ok(CloudFormation::new(self.endpoint.clone(), &self.region, signer, self.http.clone(), self.imds.clone())
             .with_retry(self.retry))
+    }
+}
+
+impl Service {
+    /// An Auto Scaling client for `region` with current keys: those configured, else
+    /// the instance profile's role (lifecycle hooks, issue 32).
+    pub fn autoscaling(&self, region: &str) -> Result<cfn_aws::autoscaling::AutoScaling, CredentialError> {
+        let credentials = match &self.auth {
+            Auth::Role(role) => role.credentials(&self.imds)?,
+            Auth::Chosen(source) => match source.signer()? {
+                Signer::SigV4(credentials) => credentials,
+                Signer::InstanceIdentity => self.instance_role()?.credentials(&self.imds)?,
+            },
+        };
+        Ok(cfn_aws::autoscaling::AutoScaling::new(region, &credentials, self.http.clone()))
+    }
+
+    fn instance_role(&self) -> Result<&RefreshingRole, CredentialError> {
+        if let Some(role) = self.instance_role.get() {
+            return Ok(role);
+        }
+        let name = self
+            .imds
+            .instance_profile_role()
+            .map_err(|source| CredentialError::Role { role: "of the instance profile".into(), source })?;
+        Ok(self.instance_role.get_or_init(|| RefreshingRole::new(&name)))
     }
 }
 

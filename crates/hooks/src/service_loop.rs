@@ -19,6 +19,7 @@ use crate::backoff::Backoff;
 use crate::baseline::InitBaseline;
 use crate::config::{self, ConfigError, HupConfig, MainConfig};
 use crate::daemon::{self, DaemonError, PidFile, Schedule};
+use crate::lifecycle::watcher::{Setup, WatcherTask};
 use crate::listener::{self, Listener, ListenerError, ListenerOptions};
 use crate::listener_task::ListenerTask;
 use crate::offload;
@@ -81,6 +82,9 @@ pub struct Settings {
     /// The bound on each attempt of the service's AWS calls instead of 60 s (a test aid,
     /// so that a time-compressed run meets timeouts too).
     pub attempt_timeout: Option<Duration>,
+    /// The shortest interval between lifecycle heartbeats instead of 30 s (a test aid,
+    /// so that a drain longer than a short heartbeat timeout is kept alive).
+    pub heartbeat_floor: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -89,6 +93,7 @@ impl Default for Settings {
             interval_override: None,
             receive_wait_seconds: listener::RECEIVE_WAIT_SECONDS,
             attempt_timeout: None,
+            heartbeat_floor: None,
         }
     }
 }
@@ -172,6 +177,9 @@ pub fn once(
     configured: impl FnOnce(),
 ) -> Result<(), ServiceError> {
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
+    if !config.lifecycle_hooks.is_empty() {
+        tracing::info!("Lifecycle hooks run only in the service (daemon or --foreground); --no-daemon leaves them out");
+    }
     let service = Service::new(&config.main, imds)?;
     create_state(config);
     configured();
@@ -236,6 +244,7 @@ pub fn prepare(
     let listener_id = listener_id(&config.main, !config.command_hooks.is_empty(), &imds)?;
     let every = interval(&config, &settings)?;
     let max_backoff = max_backoff(&config)?;
+    config.main.lifecycle_interval()?;
     let service = service_client(&config.main, &imds, &settings)?;
     create_state(&config);
     log_umask(&config);
@@ -274,6 +283,9 @@ impl Started {
         let Started { prepared, pid_file, signals } = self;
         let Prepared { config, every, max_backoff, service, listener, imds, settings } = prepared;
         let listener = listener.map(|l| ListenerTask::spawn(l, config.command_hooks.clone()));
+        let service = Arc::new(service);
+        let watcher =
+            lifecycle_setup(&config, &service, &settings).map(|setup| WatcherTask::spawn(setup, imds.clone()));
         // The back-off a previous run left goes on (logged per hook): a restart does not
         // run every failing action at once.
         let mut backoff = Backoff::new(every, max_backoff);
@@ -282,8 +294,9 @@ impl Started {
         let running = Running {
             config: Arc::new(config),
             every,
-            service: Arc::new(service),
+            service,
             listener,
+            watcher,
             retiring: None,
             imds,
             settings,
@@ -343,11 +356,31 @@ async fn actions_gone_within(limit: Duration) -> bool {
     true
 }
 
+/// The lifecycle watcher's setup for `config`; `None` without lifecycle hooks.
+fn lifecycle_setup(config: &HupConfig, service: &Arc<Service>, settings: &Settings) -> Option<Setup> {
+    if config.lifecycle_hooks.is_empty() {
+        return None;
+    }
+    Some(Setup {
+        hooks: config.lifecycle_hooks.clone(),
+        service: service.clone(),
+        region: config.main.region.clone(),
+        // Checked when the configuration was loaded.
+        every: config
+            .main
+            .lifecycle_interval()
+            .unwrap_or(Duration::from_secs(config::DEFAULT_LIFECYCLE_INTERVAL_SECONDS)),
+        heartbeat_floor: settings.heartbeat_floor,
+    })
+}
+
 struct Running {
     config: Arc<HupConfig>,
     every: Duration,
     service: Arc<Service>,
     listener: Option<ListenerTask>,
+    /// Polls the instance metadata for the lifecycle hooks, when there are any.
+    watcher: Option<WatcherTask>,
     /// A listener told to stop when its command hooks went, possibly still in its last
     /// round: a listener for hooks that come back starts after it.
     retiring: Option<tokio::task::JoinHandle<()>>,
@@ -425,6 +458,7 @@ fn load_again(
     let config = config::load(dir)?;
     let every = interval(&config, settings)?;
     let max_backoff = max_backoff(&config)?;
+    config.main.lifecycle_interval()?;
     let umask = config.main.umask()?.unwrap_or(config::DEFAULT_UMASK);
     let service = if config.main == *current { None } else { Some(service_client(&config.main, imds, settings)?) };
     let listener = if config.command_hooks.is_empty() || (config.main == *current && live_listener) {
@@ -491,6 +525,10 @@ impl Running {
         readiness::notify(readiness::STOPPING);
         tracing::info!("Shutting down cfn-hup");
         stop_actions().await;
+        // A drain under way is finished, and its lifecycle hooks completed, first.
+        if let Some(watcher) = self.watcher.take() {
+            watcher.stop().await;
+        }
         if let Some(pass) = stopping_pass
             && tokio::time::timeout(PASS_WAIT, pass).await.is_err()
         {
@@ -569,6 +607,15 @@ impl Running {
             self.service = Arc::new(service);
         }
         self.replace_listener(listener, &config);
+        match (lifecycle_setup(&config, &self.service, &self.settings), self.watcher.take()) {
+            (Some(setup), Some(watcher)) => {
+                watcher.set(setup);
+                self.watcher = Some(watcher);
+            }
+            (Some(setup), None) => self.watcher = Some(WatcherTask::spawn(setup, self.imds.clone())),
+            (None, Some(watcher)) => watcher.stop().await,
+            (None, None) => {}
+        }
         daemon::set_umask(umask);
         (self.on_reload)(&config.main);
         tracing::info!("Configuration reloaded: {} hook(s) on stack {}", config.hooks.len(), config.main.stack);

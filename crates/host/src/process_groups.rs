@@ -77,6 +77,21 @@ impl ProcessGroups {
         state.running.clone()
     }
 
+    /// Sends `signal` to the process group of the commands registered under `label`
+    /// (an action past its own time limit), without stopping the others or refusing new
+    /// ones. Returns the groups signalled.
+    pub fn signal_labelled(&self, label: &str, signal: Signal) -> Vec<Group> {
+        let state = self.lock();
+        let chosen: Vec<Group> = state.running.iter().filter(|g| g.label == label).cloned().collect();
+        for group in &chosen {
+            // Registered, hence not reaped: the pid still names its group.
+            if let Some(pid) = i32::try_from(group.pid).ok().and_then(Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(pid, signal);
+            }
+        }
+        chosen
+    }
+
     /// The commands running now.
     pub fn running(&self) -> Vec<Group> {
         self.lock().running.clone()
