@@ -992,6 +992,40 @@ const CATALOGUE: &[Breakage] = &[
         fix: "correct the hook files",
     },
     Breakage {
+        name: "a misspelt action key",
+        breaks: |h| hooks_with(h, &HOOK.replace("action=", "acton=")),
+        id: "hook.dropped:watch",
+        verdict: "failed",
+        found: "hooks.conf:1: hook watch has no action: cfn-hup leaves it out",
+        fix: "set action= in [watch]",
+    },
+    Breakage {
+        name: "an indented action line, read as part of the path",
+        breaks: |h| hooks_with(h, &HOOK.replace("action=", "  action=")),
+        id: "hook.dropped:watch",
+        verdict: "failed",
+        found: "the line setting action is indented, so it continues the value of path (line 3)",
+        fix: "at the start of its line",
+    },
+    Breakage {
+        name: "every hook left out",
+        breaks: |h| hooks_with(h, &HOOK.replace("triggers=", "trigger=")),
+        id: "hup.hooks",
+        verdict: "failed",
+        found: "No valid hooks found",
+        fix: "correct the hooks named above",
+    },
+    Breakage {
+        name: "a hooks.d link to a file that is gone",
+        breaks: |h| {
+            std::os::unix::fs::symlink("/nonexistent/reloader.conf", h.conf.join("hooks.d/reloader.conf")).unwrap()
+        },
+        id: "hup.skipped:reloader.conf",
+        verdict: "failed",
+        found: "is a link to /nonexistent/reloader.conf, which does not exist: cfn-hup skips it",
+        fix: "restore /nonexistent/reloader.conf",
+    },
+    Breakage {
         name: "cfn-hup's stored values cut short",
         breaks: |h| {
             let db = h.sandbox.path("lib/cfn-hup/data/metadata_db.json");
@@ -1025,6 +1059,9 @@ fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
             hooks_with(host, HOOK);
             creds_with(host, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"), 0o600);
             let _ = std::fs::remove_file(host.sandbox.path("lib/cfn-hup/data/metadata_db.json"));
+            for entry in std::fs::read_dir(host.conf.join("hooks.d")).unwrap() {
+                std::fs::remove_file(entry.unwrap().path()).unwrap();
+            }
         };
         let pid_file = std::fs::read(host.sandbox.path("run/cfn-hup.pid")).unwrap();
         let mut failures = Vec::new();
@@ -1053,7 +1090,7 @@ fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
         }
         failures
     });
-    assert!(CATALOGUE.len() >= 25);
+    assert!(CATALOGUE.len() >= 29);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -159,7 +159,24 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
     let dir = &ctx.conf_dir;
     let mut checks = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir.join("hooks.d")) {
-        let mut names: Vec<_> = entries.flatten().filter(|e| e.path().is_file()).map(|e| e.file_name()).collect();
+        let entries: Vec<_> = entries.flatten().collect();
+        // A link to nothing is no file to cfn-hup, which skips it without a word.
+        let mut dangling: Vec<_> = entries
+            .iter()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()) && !e.path().exists())
+            .map(|e| e.path())
+            .collect();
+        dangling.sort();
+        for link in dangling {
+            let name = link.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let target = std::fs::read_link(&link).map(|t| t.display().to_string()).unwrap_or_default();
+            checks.push(Check::failed(
+                format!("hup.skipped:{name}"),
+                format!("hooks.d/{name} is a link to {target}, which does not exist: cfn-hup skips it, with its hooks"),
+                format!("restore {target}, or point {} at the hook file", link.display()),
+            ));
+        }
+        let mut names: Vec<_> = entries.iter().filter(|e| e.path().is_file()).map(|e| e.file_name()).collect();
         names.sort();
         for name in names.into_iter().filter(|n| config::is_left_beside(n)) {
             let name = name.to_string_lossy();
@@ -190,7 +207,7 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
             ),
         });
     }
-    let hooks = match config::load_hooks(dir) {
+    let hooks = match config::read_hooks(dir) {
         Ok(hooks) => hooks,
         Err(e @ ConfigError::NoHookFiles(_)) => {
             checks.push(Check::warning(
@@ -206,6 +223,29 @@ fn hook_files(ctx: &Context) -> Vec<Check> {
             return checks;
         }
     };
+    // Each section cfn-hup leaves out, where it is and why (its log says only which key).
+    for dropped in &hooks.dropped {
+        let at = dropped.place.as_ref().map_or_else(String::new, |p| format!("{}:{}: ", p.file, p.line));
+        let file = dropped.place.as_ref().map_or("the hook files", |p| p.file.as_str());
+        let why = dropped.hint.as_ref().map_or_else(String::new, |hint| format!("; {hint}"));
+        checks.push(Check::failed(
+            format!("hook.dropped:{}", dropped.name),
+            format!(
+                "{at}hook {} has no {}: cfn-hup leaves it out (\"No {} specified for hook {}\"){why}",
+                dropped.name, dropped.missing, dropped.missing, dropped.name
+            ),
+            format!("set {}= in [{}] of {file}, at the start of its line", dropped.missing, dropped.name),
+        ));
+    }
+    if hooks.update.is_empty() && hooks.command.is_empty() && hooks.lifecycle.is_empty() {
+        let e = ConfigError::NoValidHooks;
+        checks.push(Check::failed(
+            "hup.hooks",
+            format!("{e}: cfn-hup does not start"),
+            "correct the hooks named above",
+        ));
+        return checks;
+    }
     let mut found = format!("{} update hook(s), {} command hook(s)", hooks.update.len(), hooks.command.len());
     if !hooks.lifecycle.is_empty() {
         found.push_str(&format!(", {} lifecycle hook(s)", hooks.lifecycle.len()));

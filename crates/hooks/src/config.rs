@@ -194,6 +194,88 @@ pub struct Hooks {
     pub update: Vec<Hook>,
     pub command: Vec<CommandHook>,
     pub lifecycle: Vec<LifecycleHook>,
+    /// The sections cfn-hup leaves out, each with the reference's ERROR line logged.
+    pub dropped: Vec<DroppedHook>,
+}
+
+/// A hook section cfn-hup leaves out for want of a key, where it is, and what the file
+/// says instead when that explains it (issue 30: doctor names the file, the line and the
+/// reason, where cfn-hup's log has only `No action specified for hook h`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DroppedHook {
+    pub name: String,
+    pub place: Option<crate::ini::Place>,
+    /// The key it lacks: `triggers`, `path` or `action`.
+    pub missing: &'static str,
+    /// A misspelt key, or an indented line that continued another key's value.
+    pub hint: Option<String>,
+}
+
+/// The keys a hook section may have (update, command and lifecycle hooks).
+const HOOK_KEYS: &[&str] = &[
+    "triggers",
+    "path",
+    "action",
+    "runas",
+    "singleton",
+    "send_result",
+    "timeout",
+    "on-failure",
+    "lifecycle-hook",
+    "autoscaling-group",
+];
+
+impl DroppedHook {
+    fn of(ini: &Ini, name: &str, missing: &'static str) -> DroppedHook {
+        tracing::error!("No {missing} specified for hook {name}");
+        DroppedHook {
+            name: name.to_string(),
+            place: ini.section_place(name),
+            missing,
+            hint: why_missing(ini, name, missing),
+        }
+    }
+}
+
+/// What in the section explains a missing key: a key cfn-hup does not know that is one
+/// or two letters from it (`acton`), or a value whose continuation line sets it (an
+/// indented `action=` line is part of the value before it, as ConfigParser reads it).
+fn why_missing(ini: &Ini, name: &str, missing: &str) -> Option<String> {
+    let entries = ini.entries(name);
+    for (key, _, place) in &entries {
+        if !HOOK_KEYS.contains(&key.as_str()) && edit_distance(key, missing) <= 2 {
+            return Some(format!("line {} sets {key}, which cfn-hup does not know: {missing} misspelt?", place.line));
+        }
+    }
+    for (key, value, place) in &entries {
+        let continued = value
+            .lines()
+            .skip(1)
+            .any(|line| line.strip_prefix(missing).is_some_and(|rest| rest.trim_start().starts_with(['=', ':'])));
+        if continued {
+            return Some(format!(
+                "the line setting {missing} is indented, so it continues the value of {key} (line {}) instead",
+                place.line
+            ));
+        }
+    }
+    None
+}
+
+/// Levenshtein distance, for names of a few letters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (previous + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
+            previous = here;
+        }
+    }
+    row[b.len()]
 }
 
 /// ConfigParser's `getboolean`.
@@ -283,6 +365,16 @@ pub fn is_left_beside(name: &std::ffi::OsStr) -> bool {
 /// Reads the hooks. Hooks missing a key are skipped with the reference's ERROR line; an
 /// invalid update-hook path and two command hooks for one command are fatal (HUP-PATH-01).
 pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
+    let hooks = read_hooks(dir)?;
+    if hooks.update.is_empty() && hooks.command.is_empty() && hooks.lifecycle.is_empty() {
+        return Err(ConfigError::NoValidHooks);
+    }
+    Ok(hooks)
+}
+
+/// [`load_hooks`] without its last check: the hooks read and the sections left out, even
+/// when none is left (what `doctor` shows).
+pub fn read_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
     let files = hook_files(dir);
     if files.is_empty() {
         return Err(ConfigError::NoHookFiles(dir.display().to_string()));
@@ -296,7 +388,7 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
     let mut commands = std::collections::HashSet::new();
     for name in ini.sections() {
         let Some(triggers) = ini.get(&name, "triggers")? else {
-            tracing::error!("No triggers specified for hook {name}");
+            hooks.dropped.push(DroppedHook::of(&ini, &name, "triggers"));
             continue;
         };
         let triggers: Vec<String> = triggers.split(',').map(|t| t.trim().to_string()).collect();
@@ -305,7 +397,7 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
             Ok(None) => {}
             Ok(Some(lifecycle_triggers)) => {
                 let Some(action) = ini.get(&name, "action")? else {
-                    tracing::error!("No action specified for hook {name}");
+                    hooks.dropped.push(DroppedHook::of(&ini, &name, "action"));
                     continue;
                 };
                 let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
@@ -318,11 +410,11 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
             }
         }
         let Some(path) = ini.get(&name, "path")? else {
-            tracing::error!("No path specified for hook {name}");
+            hooks.dropped.push(DroppedHook::of(&ini, &name, "path"));
             continue;
         };
         let Some(action) = ini.get(&name, "action")? else {
-            tracing::error!("No action specified for hook {name}");
+            hooks.dropped.push(DroppedHook::of(&ini, &name, "action"));
             continue;
         };
         let runas = ini.get(&name, "runas")?.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
@@ -337,9 +429,6 @@ pub fn load_hooks(dir: &Path) -> Result<Hooks, ConfigError> {
             continue;
         }
         hooks.update.push(Hook { path: HookPath::parse(&path)?, name, triggers, action, runas });
-    }
-    if hooks.update.is_empty() && hooks.command.is_empty() && hooks.lifecycle.is_empty() {
-        return Err(ConfigError::NoValidHooks);
     }
     Ok(hooks)
 }
@@ -372,6 +461,41 @@ mod tests {
     }
 
     const HOOK: &str = "[h]\ntriggers=post.update\npath=Resources.A.Metadata\naction=true\n";
+
+    #[test]
+    fn a_section_left_out_is_named_with_its_place_and_why() {
+        let d = dir_with(&[
+            ("cfn-hup.conf", "[main]\nstack=s\n"),
+            ("hooks.conf", "[typo]\ntriggers=post.update\npath=Resources.A.Metadata\nacton=true\n"),
+            (
+                "hooks.d/b.conf",
+                "[indented]\ntriggers=post.update\npath=Resources.A.Metadata\n  action=true\n[bare]\npath=x\n",
+            ),
+        ]);
+        let hooks = read_hooks(d.path()).unwrap();
+        let dropped: Vec<(&str, &str, usize, Option<&str>)> = hooks
+            .dropped
+            .iter()
+            .map(|h| (h.name.as_str(), h.missing, h.place.as_ref().unwrap().line, h.hint.as_deref()))
+            .collect();
+        assert_eq!(
+            dropped,
+            [
+                ("typo", "action", 1, Some("line 4 sets acton, which cfn-hup does not know: action misspelt?")),
+                (
+                    "indented",
+                    "action",
+                    1,
+                    Some("the line setting action is indented, so it continues the value of path (line 3) instead")
+                ),
+                ("bare", "triggers", 5, None),
+            ]
+        );
+        assert!(hooks.dropped[1].place.as_ref().unwrap().file.ends_with("hooks.d/b.conf"));
+        assert!(matches!(load_hooks(d.path()), Err(ConfigError::NoValidHooks)));
+        assert_eq!(edit_distance("acton", "action"), 1);
+        assert_eq!(edit_distance("", "path"), 4);
+    }
 
     #[test]
     fn main_keys_defaults_and_validation() {

@@ -80,18 +80,27 @@ fn python_repr(text: &str) -> String {
 #[derive(Debug, Clone, Default)]
 struct Section {
     name: String,
-    /// Key (lower case) → raw value, and the index of the file that set it. Keys have no
-    /// order that matters; a key set again is replaced where it is.
-    entries: HashMap<String, (String, usize)>,
+    /// Where its header first appears: the index of the file, and the line.
+    header: (usize, usize),
+    /// Key (lower case) → raw value, the index of the file that set it and the line. Keys
+    /// have no order that matters; a key set again is replaced where it is.
+    entries: HashMap<String, (String, usize, usize)>,
 }
 
 impl Section {
-    fn set(&mut self, key: String, value: String, file: usize) {
-        self.entries.insert(key, (value, file));
+    fn set(&mut self, key: String, value: String, file: usize, line: usize) {
+        self.entries.insert(key, (value, file, line));
     }
     fn raw(&self, key: &str) -> Option<(&str, usize)> {
-        self.entries.get(key).map(|(v, f)| (v.as_str(), *f))
+        self.entries.get(key).map(|(v, f, _)| (v.as_str(), *f))
     }
+}
+
+/// Where something was read: the file (as named to [`Ini::read_str`]) and the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: usize,
 }
 
 /// Sections read from one or more files, in order of first appearance.
@@ -140,11 +149,11 @@ impl Ini {
         let mut section = None;
         for line in lines {
             match line {
-                Line::Header(name) => section = Some(self.section_index(&name)),
+                Line::Header(name, line) => section = Some(self.section_index(&name, (file_index, line))),
                 // `lines` refuses an entry before the first header.
-                Line::Entry { key, value } => {
+                Line::Entry { key, value, line } => {
                     let Some(index) = section else { continue };
-                    self.section_mut(index).set(key.to_lowercase(), empty_quotes(value), file_index);
+                    self.section_mut(index).set(key.to_lowercase(), empty_quotes(value), file_index, line);
                 }
             }
         }
@@ -157,14 +166,14 @@ impl Ini {
         Ok(self.read_str(&String::from_utf8_lossy(&bytes), &path.display().to_string()))
     }
 
-    fn section_index(&mut self, name: &str) -> usize {
+    fn section_index(&mut self, name: &str, header: (usize, usize)) -> usize {
         if name == DEFAULT_SECTION {
             return usize::MAX;
         }
         if let Some(&index) = self.index.get(name) {
             return index;
         }
-        self.sections.push(Section { name: name.to_string(), entries: HashMap::new() });
+        self.sections.push(Section { name: name.to_string(), header, entries: HashMap::new() });
         self.index.insert(name.to_string(), self.sections.len() - 1);
         self.sections.len() - 1
     }
@@ -189,6 +198,26 @@ impl Ini {
     /// The raw value of `key` (lower case) in `section` or `[DEFAULT]`, and its file.
     fn raw(&self, section: &str, key: &str) -> Option<(&str, usize)> {
         self.section(section).and_then(|s| s.raw(key)).or_else(|| self.defaults.raw(key))
+    }
+
+    fn place(&self, (file, line): (usize, usize)) -> Place {
+        Place { file: self.files.get(file).cloned().unwrap_or_default(), line }
+    }
+
+    /// Where the header of `section` first appears.
+    pub fn section_place(&self, section: &str) -> Option<Place> {
+        self.section(section).map(|s| self.place(s.header))
+    }
+
+    /// The keys of `section` itself (not `[DEFAULT]`'s), lower case, each with its raw
+    /// value and where it was set, in the order of their lines: what a section holds, for
+    /// saying why a hook was left out.
+    pub fn entries(&self, section: &str) -> Vec<(String, String, Place)> {
+        let Some(section) = self.section(section) else { return Vec::new() };
+        let mut entries: Vec<(String, String, (usize, usize))> =
+            section.entries.iter().map(|(k, (v, f, l))| (k.clone(), v.clone(), (*f, *l))).collect();
+        entries.sort_by_key(|(_, _, at)| *at);
+        entries.into_iter().map(|(k, v, at)| (k, v, self.place(at))).collect()
     }
 
     /// The file that set `key` in `section` (or `[DEFAULT]`), for errors about its value.

@@ -16,11 +16,11 @@ use super::IniError;
 /// What a significant line of a file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Line {
-    /// `[name]`: the name as written between the brackets (not trimmed).
-    Header(String),
+    /// `[name]`: the name as written between the brackets (not trimmed), and its line.
+    Header(String, usize),
     /// `key = value`: key and value trimmed, the value's continuation lines joined to it
-    /// with `\n` (each trimmed).
-    Entry { key: String, value: String },
+    /// with `\n` (each trimmed), and the line of the key.
+    Entry { key: String, value: String, line: usize },
 }
 
 /// One line of the file as ConfigParser sees it: `\r` before the `\n` removed.
@@ -55,7 +55,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Vec<Line>, IniError> {
             && let Some(end) = rest.find(']')
             && end > 0
         {
-            out.push(Line::Header(rest[..end].to_string()));
+            out.push(Line::Header(rest[..end].to_string(), lineno));
             in_section = true;
             in_value = false;
             continue;
@@ -71,7 +71,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Vec<Line>, IniError> {
             Some(at) if !trimmed[..at].trim().is_empty() => {
                 let key = trimmed[..at].trim().to_string();
                 let value = trimmed[at + 1..].trim().to_string();
-                out.push(Line::Entry { key, value });
+                out.push(Line::Entry { key, value, line: lineno });
                 in_value = true;
             }
             _ => return Err(IniError::Parse { file: file.to_string(), line: lineno, text: format!("{line}\n") }),
@@ -89,7 +89,10 @@ mod tests {
         let lines = parse("; c\n[ a ]\r\n\nKey : v \\\n # c\n  more\n", "f").unwrap();
         assert_eq!(
             lines,
-            [Line::Header(" a ".into()), Line::Entry { key: "Key".into(), value: "v \\\n# c\nmore".into() }]
+            [
+                Line::Header(" a ".into(), 2),
+                Line::Entry { key: "Key".into(), value: "v \\\n# c\nmore".into(), line: 4 }
+            ]
         );
     }
 }
