@@ -1102,3 +1102,42 @@ fn not_ok(checks: &BTreeMap<String, Value>) -> Vec<String> {
         .map(|(id, c)| format!("{id}: {}", c["found"]))
         .collect()
 }
+
+/// Issue 30: the running cfn-hup against its files. A hook file changed after cfn-hup
+/// read its configuration is not in use yet: a warning with the reload that picks it up;
+/// after the reload (SIGHUP), it is.
+#[test]
+fn a_hook_file_changed_after_cfn_hup_read_it_asks_for_a_reload() {
+    let (before, changed, reloaded) = in_private_network(|| {
+        let mut host = Host::new("true");
+        host.start_cfn_hup();
+        let (_, before) = host.checks();
+        // Changed a minute from now: after the reading whatever the clock's granularity.
+        let hooks = host.conf.join("hooks.conf");
+        std::fs::write(&hooks, HOOK.replace("/bin/true", "/bin/echo changed")).unwrap();
+        let later = std::time::SystemTime::now() + Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&hooks).unwrap().set_modified(later).unwrap();
+        let (_, changed) = host.checks();
+        let pid = std::fs::read_to_string(host.sandbox.path("run/cfn-hup.pid")).unwrap().trim().parse::<i32>().unwrap();
+        let activity = host.sandbox.path("lib/cfn-hup/data/activity.json");
+        let read_at = || {
+            let text = std::fs::read(&activity).unwrap_or_default();
+            serde_json::from_slice::<Value>(&text).ok().map(|a| a["config_read"]["time"].clone())
+        };
+        let first = read_at();
+        // Reloaded after the file's time: the reading is the file's as it is now.
+        std::fs::File::options().write(true).open(&hooks).unwrap().set_modified(std::time::SystemTime::now()).unwrap();
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+        wait_until(Duration::from_secs(30), "cfn-hup to record its reload", || {
+            read_at().is_some_and(|read| read.is_string() && Some(&read) != first.as_ref())
+        });
+        let (_, reloaded) = host.checks();
+        (before, changed, reloaded)
+    });
+    assert_eq!(check(&before, "service.config")["verdict"], "ok", "{:?}", check(&before, "service.config"));
+    let changed = check(&changed, "service.config");
+    assert_eq!(changed["verdict"], "warning", "{changed}");
+    assert!(changed["found"].as_str().unwrap().contains("hooks.conf ("), "{changed}");
+    assert!(changed["fix"].as_str().unwrap().starts_with("reload it: systemctl reload cfn-hup"), "{changed}");
+    assert_eq!(check(&reloaded, "service.config")["verdict"], "ok", "{:?}", check(&reloaded, "service.config"));
+}

@@ -20,7 +20,7 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
         )];
     };
     let mut checks = Vec::new();
-    let running = process(&daemon::default_pid_path());
+    let (running, pid) = process(&daemon::default_pid_path());
     let is_running = running.verdict == super::Verdict::Ok;
     checks.push(running);
     if Path::new("/run/systemd/system").is_dir() {
@@ -33,7 +33,12 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
             "service.last_pass",
             format!("cfn-hup has recorded no pass ({} does not exist)", file.display()),
         )),
-        Ok(Some(activity)) => checks.extend(judge(&activity, interval, chrono::Utc::now())),
+        Ok(Some(activity)) => {
+            checks.extend(judge(&activity, interval, chrono::Utc::now()));
+            if let Some(pid) = pid {
+                checks.push(files_read(&ctx.conf_dir, &activity, pid));
+            }
+        }
         Err(e) => checks.push(Check::failed(
             "service.last_pass",
             e.to_string(),
@@ -94,8 +99,58 @@ fn metadata_db(path: &Path) -> Check {
     }
 }
 
-/// The pid file names a running cfn-hup.
-fn process(pid_file: &Path) -> Check {
+/// Whether the running cfn-hup has read the configuration files as they are: one changed
+/// after it last read them (at its start or a reload) is not in use until a reload.
+fn files_read(dir: &Path, activity: &Activity, pid: i32) -> Check {
+    let id = "service.config";
+    let Some(read) = activity.config_read.as_ref().filter(|r| i64::from(r.pid) == i64::from(pid)) else {
+        return Check::skipped(id, format!("cfn-hup (pid {pid}) has not recorded when it read its configuration"));
+    };
+    let Some(read_at) = chrono::DateTime::parse_from_rfc3339(&read.time).ok().map(|t| t.to_utc()) else {
+        return Check::skipped(id, "the time cfn-hup read its configuration is unreadable");
+    };
+    let mut files = vec![dir.join("cfn-hup.conf")];
+    files.extend(cfn_hooks::config::hook_files(dir));
+    // Changed after the reading: by their modification time (through links, as read).
+    let mut changed: Vec<(String, chrono::DateTime<chrono::Utc>)> = files
+        .iter()
+        .filter_map(|file| {
+            let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok()?;
+            let modified = chrono::DateTime::<chrono::Utc>::from(modified);
+            let shown = file.strip_prefix(dir).unwrap_or(file).display().to_string();
+            // The reading's time is recorded to the millisecond: so is the change compared.
+            let to_millis = |t: chrono::DateTime<chrono::Utc>| t.timestamp_millis();
+            (to_millis(modified) > to_millis(read_at)).then_some((shown, modified))
+        })
+        .collect();
+    changed.sort();
+    if changed.is_empty() {
+        return Check::ok(id, format!("cfn-hup read its configuration at {}; no file of it changed since", read.time));
+    }
+    let names: Vec<String> =
+        changed.iter().map(|(name, at)| format!("{name} ({})", cfn_hooks::activity::time(*at))).collect();
+    Check::warning(
+        id,
+        format!(
+            "changed after cfn-hup (pid {pid}) read its configuration at {}: {}; the running cfn-hup does not use them yet",
+            read.time,
+            names.join(", ")
+        ),
+        format!("reload it: systemctl reload cfn-hup (or kill -HUP {pid})"),
+    )
+}
+
+/// The pid file names a running cfn-hup: the check, and the pid when it runs.
+fn process(pid_file: &Path) -> (Check, Option<i32>) {
+    let check = running_process(pid_file);
+    let pid = (check.verdict == super::Verdict::Ok)
+        .then(|| read_regular(pid_file, daemon::PID_FILE_CAP).ok())
+        .flatten()
+        .and_then(|bytes| String::from_utf8_lossy(&bytes).trim().parse().ok());
+    (check, pid)
+}
+
+fn running_process(pid_file: &Path) -> Check {
     let id = "service.process";
     let start = "start cfn-hup (systemctl start cfn-hup, or service cfn-hup start)";
     // Read as a state file: a FIFO or a device there must not hang the report.

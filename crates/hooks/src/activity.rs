@@ -28,6 +28,19 @@ pub struct Activity {
     /// this list existed.
     #[serde(default)]
     pub failing_hooks: Vec<FailingHook>,
+    /// When the running service (daemon or foreground) last read its configuration, at
+    /// its start or a reload: what `doctor` compares the files' changes with.
+    #[serde(default)]
+    pub config_read: Option<ConfigRead>,
+}
+
+/// The service's last reading of its configuration directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRead {
+    /// RFC 3339 UTC.
+    pub time: String,
+    /// The process that read it.
+    pub pid: u32,
 }
 
 /// An update hook whose action failed at its last try (for the value the hook's path
@@ -186,6 +199,13 @@ impl Activity {
         let excess = self.hook_runs.len().saturating_sub(HOOK_RUNS);
         self.hook_runs.drain(..excess);
     }
+}
+
+/// Records that this process has just read its configuration (started, or reloaded).
+pub fn record_config_read(path: &Path, read_at: chrono::DateTime<chrono::Utc>) {
+    update(path, |activity| {
+        activity.config_read = Some(ConfigRead { time: time(read_at), pid: std::process::id() });
+    });
 }
 
 /// Adds a pass's report to the file at `path` (its directory made 0700 when missing).

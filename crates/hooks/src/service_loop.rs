@@ -282,6 +282,8 @@ impl Started {
     pub fn run(self, on_reload: Box<dyn Fn(&MainConfig)>) {
         let Started { prepared, pid_file, signals } = self;
         let Prepared { config, every, max_backoff, service, listener, imds, settings } = prepared;
+        // Taken after the reading: a file changed since is one this process has not read.
+        activity::record_config_read(&activity::default_path(), chrono::Utc::now());
         let listener = listener.map(|l| ListenerTask::spawn(l, config.command_hooks.clone()));
         let service = Arc::new(service);
         let watcher =
@@ -602,6 +604,7 @@ impl Running {
             }
         };
         let Reloaded { config, every, max_backoff, umask, service, listener } = reloaded;
+        activity::record_config_read(&activity::default_path(), chrono::Utc::now());
         self.backoff.lock().unwrap_or_else(|e| e.into_inner()).configure(every, max_backoff);
         if let Some(service) = service {
             self.service = Arc::new(service);
