@@ -32,7 +32,8 @@ impl Instance {
         let emulator =
             Emulator::start_at(&["--imds-host", "169.254.169.254", "--imds-port", "80", "--port", "5000"], 5000);
         let sandbox = Sandbox::new();
-        let dir = sandbox.path("conf");
+        // Where `status` looks for the hooks too (CFN_BOOTSTRAP_ETC_DIR).
+        let dir = sandbox.path("etc");
         std::fs::create_dir_all(dir.join("hooks.d")).unwrap();
         let creds =
             sandbox.credential_file(0o600, &format!("AWSAccessKeyId={ACCESS_KEY}\nAWSSecretKey={SECRET_KEY}\n"));
@@ -464,4 +465,112 @@ fn lifecycle_complete_without_a_waiting_action_fails_with_a_message() {
             .run()
     });
     run.code(1).stderr_is(&format!("Error: instance {INSTANCE} is InService: no lifecycle action waits on it\n"));
+}
+
+/// `doctor`'s lifecycle checks, by id: (verdict, found, fix).
+fn lifecycle_checks(instance: &Instance) -> std::collections::BTreeMap<String, (String, String, String)> {
+    let run = instance.bootstrap().args(["doctor", "--format", "json", "-c"]).arg(&instance.dir).run();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{run}"));
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap_or_default().starts_with("lifecycle."))
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (text("id"), (text("verdict"), text("found"), text("fix")))
+        })
+        .collect()
+}
+
+#[test]
+fn status_and_doctor_show_the_hooks_the_group_and_the_last_event() {
+    let (denied, before, status, text, after, heartbeats) = in_private_network(|| {
+        let hooks = format!(
+            "{}[ready]\ntriggers=on.asg.launch\naction=true\nlifecycle-hook=not-there\n",
+            recorder("drain", "on.asg.terminate", "sleep 3", "timeout=600\n")
+        );
+        let mut instance = Instance::new(&hooks);
+        instance.group(json!([{"name": "drain-hook", "transition": "terminating", "heartbeat_timeout": 4}]));
+        instance.emulator.post_json(
+            "/_emu/faults",
+            &json!({"service": "autoscaling", "action": "DescribeLifecycleHooks", "code": "AccessDenied",
+                    "message": "User is not authorized to perform: autoscaling:DescribeLifecycleHooks", "status": 403}),
+        );
+        let denied = lifecycle_checks(&instance);
+        let before = lifecycle_checks(&instance);
+        instance.start();
+        instance.emulator.post_json("/_emu/autoscaling/terminate", &json!({"instance": INSTANCE}));
+        instance.wait_completions(1);
+        let status_json = || -> Value {
+            let run = instance.bootstrap().args(["status", "--format", "json"]).run();
+            serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{run}"))
+        };
+        instance.wait("status to show the transition done", || {
+            status_json()["lifecycle"]["last"]["transition"]["done"] == json!(true)
+        });
+        let status = status_json();
+        let text = instance.bootstrap().arg("status").run().stdout;
+        let after = lifecycle_checks(&instance);
+        (denied, before, status, text, after, instance.heartbeats())
+    });
+    let check = |checks: &std::collections::BTreeMap<String, (String, String, String)>, id: &str| {
+        checks.get(id).cloned().unwrap_or_else(|| panic!("no check {id}: {checks:#?}"))
+    };
+    // AccessDenied names the IAM action to allow.
+    let (verdict, found, fix) = check(&denied, "lifecycle.hooks");
+    assert_eq!(verdict, "failed", "{denied:#?}");
+    assert!(found.contains("AccessDenied") && fix.contains("allow autoscaling:DescribeLifecycleHooks"), "{fix}");
+    // Before any transition: the items answer, the group is found, the pinned hook is not there.
+    let (verdict, found, _) = check(&before, "lifecycle.imds:autoscaling/target-lifecycle-state");
+    assert_eq!((verdict.as_str(), found.as_str()), ("ok", "answers 404: no notice"));
+    assert_eq!(check(&before, "lifecycle.imds:spot/instance-action").0, "skipped");
+    let (verdict, found, _) = check(&before, "lifecycle.group");
+    assert_eq!(verdict, "ok");
+    assert!(found.contains("group web (from DescribeAutoScalingInstances)"), "{found}");
+    let (verdict, found, _) = check(&before, "lifecycle.hooks:on.asg.terminate");
+    assert_eq!(verdict, "ok");
+    assert!(found.contains("drain-hook (heartbeat timeout 4 s"), "{found}");
+    let (verdict, found, _) = check(&before, "lifecycle.hooks:on.asg.launch");
+    assert_eq!(verdict, "warning");
+    assert!(found.contains("no lifecycle hook of autoscaling:EC2_INSTANCE_LAUNCHING"), "{found}");
+    let (verdict, found, fix) = check(&before, "lifecycle.pinned:ready");
+    assert_eq!(verdict, "failed");
+    assert!(
+        found.contains("lifecycle-hook=not-there in ") && found.contains("hooks.d/lifecycle.conf, section [ready]")
+    );
+    assert!(found.contains("(it has: none)") && fix.contains("section [ready]"), "{found}");
+    assert_eq!(check(&before, "lifecycle.last"), ("ok".into(), "no event handled yet".into(), String::new()));
+    // After the drain: what cfn-hup found and did, from its record.
+    let lifecycle = &status["lifecycle"];
+    assert_eq!(lifecycle["hooks"][0]["section"], "drain", "{lifecycle:#}");
+    assert_eq!(lifecycle["hooks"][0]["timeout"], 600);
+    assert_eq!(lifecycle["hooks"][0]["on_failure"], "continue");
+    assert_eq!(lifecycle["hooks"][1]["lifecycle_hook"], "not-there");
+    assert_eq!(lifecycle["found"]["group"], "web");
+    assert_eq!(lifecycle["found"]["group_from"], "DescribeAutoScalingInstances");
+    assert_eq!(lifecycle["found"]["lifecycle_hooks"], json!(["drain-hook"]));
+    assert_eq!(lifecycle["found"]["lifecycle_hooks_from"], "DescribeLifecycleHooks");
+    let last = &lifecycle["last"];
+    assert_eq!(last["result"], json!({"drain-hook": "CONTINUE"}));
+    assert_eq!(last["transition"]["actions"]["drain"]["code"], 0);
+    assert!(heartbeats >= 1);
+    assert_eq!(last["transition"]["heartbeats"], heartbeats, "{last:#}");
+    for line in [
+        "lifecycle hooks: 2 configured",
+        "[drain] on.asg.terminate: action echo",
+        "timeout 600 s, on-failure continue",
+        "lifecycle-hook not-there (pinned)",
+        "lifecycle: group web (from DescribeAutoScalingInstances); lifecycle hooks drain-hook (from DescribeLifecycleHooks)",
+        &format!("lifecycle: last event on.asg.terminate of {INSTANCE}"),
+        "action [drain]: exit 0",
+        &format!("heartbeats: {heartbeats}"),
+        "lifecycle hook drain-hook: CONTINUE",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    let (verdict, found, _) = check(&after, "lifecycle.last");
+    assert_eq!(verdict, "ok");
+    assert!(found.contains("on.asg.terminate seen ") && found.contains("completed: drain-hook CONTINUE"), "{found}");
+    assert_eq!(check(&after, "lifecycle.imds:autoscaling/target-lifecycle-state").1, "answers Terminated");
 }

@@ -18,6 +18,7 @@ mod credentials;
 mod hup_config;
 mod init;
 mod install;
+mod lifecycle;
 mod network;
 mod probe;
 mod service;
@@ -86,6 +87,7 @@ const SECTIONS: &[Section] = &[
     ("clock", clock::checks),
     ("api", api::checks),
     ("init", init::checks),
+    ("lifecycle", lifecycle::checks),
 ];
 
 pub fn command() -> Command {

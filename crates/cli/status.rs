@@ -1,6 +1,6 @@
 //! `cfn-bootstrap status`: what cfn-init's last run did (from its run records,
-//! [`crate::run_record`]) and what cfn-hup did lately (`cfn_hooks::activity`), as a
-//! summary, in full (`--long`: each config and section with how long it took, the
+//! [`crate::run_record`]) and what cfn-hup did lately (`cfn_hooks::activity`; its
+//! lifecycle hooks: [`lifecycle`]), as a summary, in full (`--long`: each config and section with how long it took, the
 //! failed command's output, the earlier runs, cfn-hup's hook runs) or as JSON; `--wait`
 //! waits for a running cfn-init to end.
 //!
@@ -8,6 +8,8 @@
 //! interrupted (its record says running but its process is gone), or its records
 //! cannot be read; 2 it is running or never ran (and `--wait` that timed out).
 //! cfn-hup's activity is shown, never judged.
+
+mod lifecycle;
 
 use crate::run_record::{self, Outcome, RunRecord, Source};
 use crate::terminal_text;
@@ -119,6 +121,8 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         eprintln!("cfn-bootstrap status: {e}");
         None
     });
+    // The lifecycle hooks, when any is configured or recorded (issue 32).
+    let lifecycle = lifecycle::Lifecycle::read(&cfn_host::paths::etc_dir(), &lifecycle::record_path());
     let text = if matches.get_one::<String>("format").is_some_and(|f| f == "json") {
         let json = json!({
             "status": state.name(),
@@ -126,12 +130,16 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
             "cfn_init": history.first(),
             "history": history,
             "cfn_hup": hup,
+            "lifecycle": lifecycle.as_ref().map(lifecycle::Lifecycle::to_json),
         });
         format!("{}\n", serde_json::to_string_pretty(&json).unwrap_or_default())
     } else {
         let mut text = summary(state, history.first(), &runs_dir);
         if let Some(hup) = &hup {
             text.push_str(&hup_summary(hup));
+        }
+        if let Some(lifecycle) = &lifecycle {
+            text.push_str(&lifecycle.text());
         }
         if matches.get_flag("long") {
             text.push_str(&long(history.first(), &history, hup.as_ref()));

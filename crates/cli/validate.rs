@@ -5,6 +5,7 @@
 //! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
 //! metadata could not be read), 2 for a usage error.
 
+mod lifecycle;
 mod lines;
 mod shell;
 mod user_data;

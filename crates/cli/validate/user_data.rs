@@ -11,12 +11,14 @@
 //! (`${AWS::StackName}`) or that the shell expands (`$X`, `$(...)`) is not judged, except
 //! the pseudo parameters that are this stack's own.
 
+use super::lifecycle;
 use super::lines::Lines;
 use super::shell::{self, Call, Word};
 use super::{Located, MAX_PER_PLACE};
 use crate::optparse::{Outcome, Parsed, Parser};
 use cfn_configsets::checks::{Finding, Platform, Severity, Target};
 use cfn_hooks::ini::Ini;
+use cfn_hooks::lifecycle::Trigger;
 use cfn_hooks::path::{HookPath, Target as HookTarget};
 use cfn_template::Template;
 use cfn_template::user_data::{self, Text, escape};
@@ -497,6 +499,19 @@ impl Checker<'_> {
                 }
                 continue;
             }
+            if let Some(triggers) = value("triggers") {
+                let list: Vec<String> = triggers.split(',').map(|t| t.trim().to_string()).collect();
+                if let Ok(Some(triggers)) = cfn_hooks::lifecycle::hook::triggers_of(&list) {
+                    let section = LifecycleSection {
+                        name: &section,
+                        triggers,
+                        timeout: value("timeout").and_then(|t| t.trim().parse().ok()),
+                        pinned: value("lifecycle-hook").map(|h| h.trim().to_string()),
+                    };
+                    let offset = at(section.name, "triggers");
+                    self.lifecycle_section(resource, &section, &Place { text, offset, needle: "on.asg.", pointer });
+                }
+            }
             if let Some(hook_path) = value("path") {
                 let offset = at(&section, "path");
                 self.hook_path(&hook_path, &Place { text, offset, needle: hook_path.trim(), pointer });
@@ -523,6 +538,107 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+
+    /// An `on.asg.*` section against the groups that launch `resource` (issue 32).
+    fn lifecycle_section(&mut self, resource: &str, section: &LifecycleSection, place: &Place) {
+        let template = self.template.value();
+        let launch = lifecycle::launch(template, resource);
+        let name = section.name;
+        let asg: Vec<Trigger> = section.triggers.iter().copied().filter(|t| t.is_asg()).collect();
+        for trigger in &asg {
+            let transition = if *trigger == Trigger::AsgLaunch { lifecycle::LAUNCHING } else { lifecycle::TERMINATING };
+            for (group, hooks) in &launch.groups {
+                let unknown = launch.unknown || hooks.iter().any(|h| h.transition.is_none());
+                let of: Vec<&lifecycle::Hook> =
+                    hooks.iter().filter(|h| h.transition.as_deref() == Some(transition)).collect();
+                if of.is_empty() {
+                    if !unknown {
+                        let what = if *trigger == Trigger::AsgLaunch {
+                            "the instance is put in service without waiting for it"
+                        } else {
+                            "the instance is terminated without waiting for it: nothing is drained"
+                        };
+                        self.push(
+                            Severity::Error,
+                            "E068",
+                            place,
+                            format!(
+                                "hook [{name}] runs on {}, but group {group}, which launches {resource}, has no \
+                                 lifecycle hook of {transition}: {what}",
+                                trigger.name()
+                            ),
+                            Some(format!(
+                                "add an AWS::AutoScaling::LifecycleHook with AutoScalingGroupName !Ref {group} and \
+                                 LifecycleTransition {transition}"
+                            )),
+                        );
+                    }
+                    continue;
+                }
+                if let Some(pinned) = &section.pinned
+                    && !unknown
+                    && of.iter().all(|h| h.name.is_some())
+                    && !of.iter().any(|h| h.name.as_deref() == Some(pinned))
+                {
+                    let has = listed(of.iter().filter_map(|h| h.name.as_deref()));
+                    self.push(
+                        Severity::Error,
+                        "E069",
+                        place,
+                        format!(
+                            "hook [{name}] sets lifecycle-hook={pinned}, but group {group} defines no lifecycle hook \
+                             {pinned} of {transition}: its completion fails and the group waits out its timeout"
+                        ),
+                        Some(format!("its lifecycle hooks of {transition}: {has}")),
+                    );
+                }
+                let relevant = of.iter().filter(|h| section.pinned.is_none() || h.name == section.pinned);
+                let shortest = relevant.filter_map(|h| h.global_timeout).min();
+                if let (Some(timeout), Some(global)) = (section.timeout, shortest)
+                    && timeout > global
+                {
+                    self.push(
+                        Severity::Warning,
+                        "W063",
+                        place,
+                        format!(
+                            "hook [{name}] has timeout={timeout}, longer than the global timeout of group {group}'s \
+                             lifecycle hook of {transition} ({global} s: 100 × HeartbeatTimeout, at most 172800): \
+                             Auto Scaling goes on at {global} s and cfn-hup ends the action then"
+                        ),
+                        Some(format!("lower timeout to {global} or less, or raise the hook's HeartbeatTimeout")),
+                    );
+                }
+            }
+        }
+        if asg.is_empty() || launch.groups.is_empty() || self.hup_has_keys() {
+            return;
+        }
+        if let Some(role) = lifecycle::role_lacking_completion(template, resource) {
+            self.push(
+                Severity::Warning,
+                "W064",
+                place,
+                format!(
+                    "hook [{name}] completes a lifecycle action, but the instance role {role} (the instance profile \
+                     of {resource}) is not allowed autoscaling:CompleteLifecycleAction: the completion fails and the \
+                     group waits out the hook's timeout"
+                ),
+                Some(format!(
+                    "allow autoscaling:CompleteLifecycleAction and autoscaling:RecordLifecycleActionHeartbeat (and \
+                     autoscaling:DescribeAutoScalingInstances, autoscaling:DescribeLifecycleHooks) to {role}"
+                )),
+            );
+        }
+    }
+
+    /// Whether an Init writes a cfn-hup.conf with a credential-file: cfn-hup then signs
+    /// with those keys, not the instance role's.
+    fn hup_has_keys(&self) -> bool {
+        hup_files(self.template).iter().any(|(_, _, path, _, content)| {
+            path.ends_with("cfn-hup.conf") && content.to_string().contains("credential-file")
+        })
     }
 
     fn hook_path(&mut self, path: &str, place: &Place) {
@@ -579,6 +695,14 @@ impl Checker<'_> {
             value = next;
         }
     }
+}
+
+/// What an `on.asg.*` hook section says.
+struct LifecycleSection<'a> {
+    name: &'a str,
+    triggers: Vec<Trigger>,
+    timeout: Option<u64>,
+    pinned: Option<String>,
 }
 
 /// An intrinsic function (`{"Ref": …}`, `{"Fn::If": …}`): its value is a stack's to give.

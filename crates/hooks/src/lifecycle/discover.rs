@@ -19,17 +19,17 @@ pub struct Group {
 /// The group: `pinned`, else the instance tag, else DescribeAutoScalingInstances.
 pub fn group(pinned: Option<&str>, imds: &Imds, asg: &AutoScaling, instance: &str) -> Result<Group, String> {
     if let Some(name) = pinned {
-        return Ok(Group { name: name.to_string(), from: "the configuration" });
+        return Ok(Group { name: name.to_string(), from: super::record::FROM_CONFIGURATION });
     }
     match imds.poll(GROUP_TAG, notice::BODY_LIMIT) {
         Ok(Some(tag)) if !tag.trim().is_empty() && tag.trim().len() <= 255 => {
-            return Ok(Group { name: tag.trim().to_string(), from: "the instance tag aws:autoscaling:groupName" });
+            return Ok(Group { name: tag.trim().to_string(), from: super::record::FROM_TAG });
         }
         Ok(_) => {}
         Err(e) => tracing::debug!("No group name from the instance tags: {e}"),
     }
     match asg.describe_instance(instance) {
-        Ok(Some(found)) => Ok(Group { name: found.group, from: "DescribeAutoScalingInstances" }),
+        Ok(Some(found)) => Ok(Group { name: found.group, from: super::record::FROM_DESCRIBE }),
         Ok(None) => Err(format!("instance {instance} is in no Auto Scaling group")),
         Err(e) => Err(format!("could not find the Auto Scaling group of {instance}: {e}")),
     }

@@ -45,6 +45,15 @@ pub struct Drain<'a> {
     pub heartbeat_floor: Duration,
 }
 
+/// The group and the lifecycle hooks of a transition, and where they were found.
+struct Found<'a> {
+    group: &'a str,
+    group_from: &'static str,
+    hooks: &'a [autoscaling::LifecycleHook],
+    /// The hooks are those `lifecycle-hook=` names.
+    pinned: bool,
+}
+
 fn rfc3339(time: DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
@@ -74,9 +83,12 @@ impl Drain<'_> {
             Err(()) => return Next::Retry,
         };
         let pinned_group = hooks.iter().find_map(|h| h.autoscaling_group.clone());
-        let group = match pinned_group {
-            Some(group) => group,
-            None => self.tagged_group().unwrap_or(instance.group),
+        let (group, group_from) = match pinned_group {
+            Some(group) => (group, record::FROM_CONFIGURATION),
+            None => match self.tagged_group() {
+                Some(tagged) => (tagged, record::FROM_TAG),
+                None => (instance.group, record::FROM_DESCRIBE),
+            },
         };
         let pinned: Vec<String> = if hooks.iter().all(|h| h.lifecycle_hook.is_some()) {
             let mut names: Vec<String> = hooks.iter().filter_map(|h| h.lifecycle_hook.clone()).collect();
@@ -96,7 +108,8 @@ impl Drain<'_> {
                 return Next::Retry;
             }
         };
-        let deadline = self.begin(&key, trigger, &group, &asg_hooks);
+        let found = Found { group: &group, group_from, hooks: &asg_hooks, pinned: !pinned.is_empty() };
+        let deadline = self.begin(&key, trigger, &found);
         let names: Vec<String> = asg_hooks.iter().map(|h| h.name.clone()).collect();
         tracing::info!(
             "Instance {} is in {waiting} in group {group} (hooks {}); running the {} actions (deadline {})",
@@ -120,7 +133,7 @@ impl Drain<'_> {
         };
         let outcomes = std::thread::scope(|scope| {
             let (stop, stopped) = mpsc::channel::<()>();
-            scope.spawn(|| self.heartbeats(&asg, &group, &asg_hooks, deadline, stopped));
+            scope.spawn(|| self.heartbeats(&asg, &key, &group, &asg_hooks, deadline, stopped));
             let outcomes = sections::run(self.record, &locate, hooks, &env, &limit_for);
             drop(stop);
             outcomes
@@ -190,7 +203,8 @@ impl Drain<'_> {
 
     /// Records the transition (once) and returns its deadline: the earliest global
     /// timeout of its hooks, counted from when it was first seen.
-    fn begin(&self, key: &str, trigger: Trigger, group: &str, hooks: &[autoscaling::LifecycleHook]) -> DateTime<Utc> {
+    fn begin(&self, key: &str, trigger: Trigger, found: &Found<'_>) -> DateTime<Utc> {
+        let hooks = found.hooks;
         let mut guard = lock(self.record);
         let entry = guard
             .transitions
@@ -205,8 +219,11 @@ impl Drain<'_> {
             .unwrap_or_else(|_| Utc::now());
         let global = hooks.iter().map(|h| h.global_timeout).min().unwrap_or(autoscaling::default_global_timeout(3600));
         let deadline = first_seen + chrono::TimeDelta::seconds(i64::try_from(global).unwrap_or(172_800));
-        entry.group = group.to_string();
+        entry.group = found.group.to_string();
+        entry.group_from = Some(found.group_from.to_string());
         entry.hooks = hooks.iter().map(|h| h.name.clone()).collect();
+        let hooks_from = if found.pinned { record::FROM_CONFIGURATION } else { record::FROM_DESCRIBE_HOOKS };
+        entry.hooks_from = Some(hooks_from.to_string());
         entry.deadline = Some(rfc3339(deadline));
         guard.save();
         deadline
@@ -218,6 +235,7 @@ impl Drain<'_> {
     fn heartbeats(
         &self,
         asg: &AutoScaling,
+        key: &str,
         group: &str,
         hooks: &[autoscaling::LifecycleHook],
         deadline: DateTime<Utc>,
@@ -239,18 +257,37 @@ impl Drain<'_> {
             }
             for hook in hooks {
                 match asg.heartbeat(group, &hook.name, self.instance) {
-                    Ok(Completion::Completed) => tracing::info!("Heartbeat sent for lifecycle hook {}", hook.name),
+                    Ok(Completion::Completed) => {
+                        tracing::info!("Heartbeat sent for lifecycle hook {}", hook.name);
+                        let mut guard = lock(self.record);
+                        if let Some(t) = guard.transitions.get_mut(key) {
+                            t.heartbeats = t.heartbeats.saturating_add(1);
+                        }
+                        guard.save();
+                    }
                     Ok(Completion::NoActiveAction) => {
                         tracing::warn!(
                             "Lifecycle hook {} no longer waits (timed out or completed elsewhere)",
                             hook.name
                         )
                     }
-                    Err(e) => tracing::error!("Could not send a heartbeat for lifecycle hook {}: {e}", hook.name),
+                    Err(e) => {
+                        tracing::error!("Could not send a heartbeat for lifecycle hook {}: {e}", hook.name);
+                        self.failed(key, format!("RecordLifecycleActionHeartbeat {}: {e}", hook.name));
+                    }
                 }
             }
             next += every;
         }
+    }
+
+    /// Records the failure of a call for `status` and `doctor`.
+    fn failed(&self, key: &str, error: String) {
+        let mut guard = lock(self.record);
+        if let Some(t) = guard.transitions.get_mut(key) {
+            t.last_error = Some(error);
+        }
+        guard.save();
     }
 
     /// Completes each hook not completed yet; done when all are.
@@ -277,6 +314,7 @@ impl Drain<'_> {
                     let mut guard = lock(self.record);
                     if let Some(t) = guard.transitions.get_mut(key) {
                         t.completed.insert(name.clone(), result.as_str().to_string());
+                        t.last_error = None;
                     }
                     guard.save();
                 }
@@ -284,6 +322,7 @@ impl Drain<'_> {
                     tracing::error!(
                         "Could not complete lifecycle hook {name} of group {group}: {e}; trying again at the next poll"
                     );
+                    self.failed(key, format!("CompleteLifecycleAction {name}: {e}"));
                     all = false;
                 }
             }

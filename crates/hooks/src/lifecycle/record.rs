@@ -18,6 +18,13 @@ pub const FILE_CAP: u64 = 1 << 20;
 /// Notices and transitions kept: the newest, by when they were first seen.
 pub const KEEP: usize = 64;
 
+/// Where a name came from, as [`Transition::group_from`] and [`Transition::hooks_from`]
+/// say it.
+pub const FROM_CONFIGURATION: &str = "the configuration";
+pub const FROM_TAG: &str = "the instance tag aws:autoscaling:groupName";
+pub const FROM_DESCRIBE: &str = "DescribeAutoScalingInstances";
+pub const FROM_DESCRIBE_HOOKS: &str = "DescribeLifecycleHooks";
+
 /// `<lib>/cfn-hup/data/lifecycle.json`.
 pub fn default_path() -> PathBuf {
     cfn_host::paths::lib_dir().join("cfn-hup/data/lifecycle.json")
@@ -62,9 +69,24 @@ pub struct Transition {
     pub instance: String,
     #[serde(default)]
     pub group: String,
+    /// Where the group's name came from: [`FROM_CONFIGURATION`], [`FROM_TAG`] or
+    /// [`FROM_DESCRIBE`] (for `status` and `doctor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_from: Option<String>,
     /// The lifecycle hooks to complete.
     #[serde(default)]
     pub hooks: Vec<String>,
+    /// Where their names came from: [`FROM_CONFIGURATION`] (`lifecycle-hook=`) or
+    /// `DescribeLifecycleHooks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks_from: Option<String>,
+    /// Heartbeats that Auto Scaling took (each one restarted the hooks' heartbeat timeout).
+    #[serde(default)]
+    pub heartbeats: u32,
+    /// The last heartbeat or completion that failed, as `<action> <hook>: <error>`;
+    /// cleared when a completion succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// The completions sent (or found unnecessary): hook → result.
     #[serde(default)]
     pub completed: BTreeMap<String, String>,
@@ -87,6 +109,25 @@ pub struct Record {
 
 impl Record {
     /// The record at `path`; empty when there is none or it cannot be read (logged).
+    /// The record at `path` as it is, for a reader that is not the watcher (`status`,
+    /// `doctor`): `Ok(None)` when there is none, an error in words when it cannot be read.
+    pub fn read(path: &Path) -> Result<Option<Record>, String> {
+        match cfn_host::state_file::read_regular(path, FILE_CAP) {
+            Ok(bytes) => serde_json::from_slice::<Record>(&bytes)
+                .map(Some)
+                .map_err(|e| format!("{} is not a lifecycle record: {e}", path.display())),
+            Err(cfn_host::state_file::StateFileError::Missing) => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// The transition or notice handled last (by when it was first seen).
+    pub fn last(&self) -> Option<Last<'_>> {
+        let transitions = self.transitions.values().map(|t| (&t.handling.first_seen, Last::Transition(t)));
+        let notices = self.notices.values().map(|n| (&n.first_seen, Last::Notice(n)));
+        transitions.chain(notices).max_by(|a, b| a.0.cmp(b.0)).map(|(_, last)| last)
+    }
+
     pub fn load(path: &Path) -> Record {
         let mut record = match cfn_host::state_file::read_regular(path, FILE_CAP) {
             Ok(bytes) => serde_json::from_slice::<Record>(&bytes).unwrap_or_else(|e| {
@@ -136,6 +177,22 @@ impl Record {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// The newest entry of a record.
+#[derive(Debug, Clone, Copy)]
+pub enum Last<'a> {
+    Transition(&'a Transition),
+    Notice(&'a Handling),
+}
+
+impl Last<'_> {
+    pub fn handling(&self) -> &Handling {
+        match self {
+            Last::Transition(t) => &t.handling,
+            Last::Notice(n) => n,
+        }
+    }
+}
 
 /// The key of a transition in [`Record::transitions`].
 pub fn transition_key(trigger: super::Trigger, instance: &str) -> String {
