@@ -547,7 +547,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     measure::syncfs(&bench)?;
     std::thread::sleep(Duration::from_secs(2));
 
-    let python = emulator::ensure_venv()?;
+    let python = emulator::python()?;
     let mut emulator_args = emulator::test_arguments();
     emulator_args.push("--accept-all-signals".into());
     let emulator = Emulator::start(&python, &emulator_args)?;
