@@ -854,8 +854,9 @@ def verify_sigv4(environ, body):
 # ---------------------------------------------------------------------------
 # IMDS
 # ---------------------------------------------------------------------------
-def imds_tree():
-    c = CONFIG["imds"]
+def imds_tree(instance_id=None):
+    """The IMDS tree of the instance IMDS serves, or of `instance_id` (an --imds-instance listener)."""
+    c = CONFIG["imds"] if instance_id is None else {**CONFIG["imds"], "instance_id": instance_id}
     now = utcnow()
     creds = {"Code": "Success", "LastUpdated": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "Type": "AWS-HMAC",
              "AccessKeyId": c["access_key"], "SecretAccessKey": c["secret_key"], "Token": c["token"],
@@ -930,7 +931,7 @@ def imds_app(environ, start_response):
             return reply(401, "")
         if method not in ("GET", "HEAD"):
             return reply(405, "")
-        node = {"latest/": imds_tree()}
+        node = {"latest/": imds_tree(environ.get("emu.instance_id"))}
         parts = [p for p in path.split("/") if p]
         for i, p in enumerate(parts):
             if not isinstance(node, dict):
@@ -1236,6 +1237,15 @@ def imds_front(environ, start_response, listener):
 
 def imds_listener(environ, start_response):
     return imds_front(environ, start_response, "imds")
+
+
+def instance_imds_listener(instance_id):
+    """An --imds-instance listener: IMDS as the instance `instance_id` sees it (its identity,
+    its Auto Scaling target state); the other items are shared."""
+    def app(environ, start_response):
+        environ["emu.instance_id"] = instance_id
+        return imds_front(environ, start_response, "imds:" + instance_id)
+    return app
 
 
 # ---------------------------------------------------------------------------
@@ -1582,6 +1592,9 @@ def main(argv=None):
     ap.add_argument("--imds-host", help="extra listener for IMDS only, e.g. 169.254.169.254")
     ap.add_argument("--imds-port", type=int, default=80)
     ap.add_argument("--instance-id", default="i-0123456789abcdef0")
+    ap.add_argument("--imds-instance", action="append", default=[], metavar="PORT=INSTANCE_ID",
+                    help="an extra IMDS listener on --host:PORT serving as INSTANCE_ID (several instances "
+                         "against one Auto Scaling state); repeatable")
     ap.add_argument("--role", default="emulator-role", help="IMDS IAM role name ('' for none)")
     ap.add_argument("--user-data-file")
     ap.add_argument("--ident", default="", help="a token GET /_emu/ident answers, so that whoever started this "
@@ -1614,6 +1627,12 @@ def main(argv=None):
     autoscaling.start_timer()
     if a.imds_host:
         srv = make_server(a.imds_host, a.imds_port, imds_listener, threaded=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    for spec in a.imds_instance:
+        port, _, iid = spec.partition("=")
+        if not port.isdigit() or not iid:
+            ap.error(f"--imds-instance wants PORT=INSTANCE_ID, not {spec!r}")
+        srv = make_server(a.host, int(port), instance_imds_listener(iid), threaded=True)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
     print(f"moto_cfn_server listening on http://{a.host}:{a.port} (sigv4 validation: {a.validate_sigv4})",
           flush=True)

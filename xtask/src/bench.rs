@@ -4,7 +4,11 @@
 //! checked. Prints a table and writes `target/bench/report.json`.
 //!
 //! `--only 1,4`: only the workloads with these ids (1, 2-base, 2a, 2b, 2c, 3a, 3b, 4, 5, 6,
-//! render, validate, validate-template, hostile).
+//! 6-lifecycle, lifecycle-latency, render, validate, validate-template, hostile).
+//!
+//! `6-lifecycle` is workload 6's idle daemon without and with lifecycle hooks, and
+//! `lifecycle-latency` the time from an instance metadata item changing to the lifecycle
+//! action starting (bench/lifecycle.rs); ours alone.
 //!
 //! `render` is `cfn-bootstrap render` of the seed template (the end-to-end scenario's),
 //! `validate` is `cfn-bootstrap validate` of the seed metadata (the scenario stack's, in
@@ -52,6 +56,7 @@ mod floor;
 mod footprint;
 mod hostile;
 mod hup;
+mod lifecycle;
 mod measure;
 mod process_floor;
 
@@ -77,8 +82,24 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 14] =
-    ["1", "2-base", "2a", "2b", "2c", "3a", "3b", "4", "5", "6", "render", "validate", "validate-template", "hostile"];
+const WORKLOAD_IDS: [&str; 16] = [
+    "1",
+    "2-base",
+    "2a",
+    "2b",
+    "2c",
+    "3a",
+    "3b",
+    "4",
+    "5",
+    "6",
+    "6-lifecycle",
+    "lifecycle-latency",
+    "render",
+    "validate",
+    "validate-template",
+    "hostile",
+];
 /// `cfn-bootstrap validate`'s input: the seed metadata.
 const SEED_METADATA: &str = "tests/validate/seed-metadata.json";
 /// `cfn-bootstrap validate -t`'s input: a large template without its parameters' values.
@@ -498,12 +519,12 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let load_before = load_average();
 
     build(&["build", "--release", "--bin", "cfn-bootstrap"])?;
-    let release = root.join("target/release/cfn-bootstrap");
+    let release = crate::dist::target_dir().join("release/cfn-bootstrap");
     let musl = if options.quick {
         None
     } else if musl_installed() {
         build(&["build", "--release", "--bin", "cfn-bootstrap", "--target", "x86_64-unknown-linux-musl"])?;
-        Some(root.join("target/x86_64-unknown-linux-musl/release/cfn-bootstrap"))
+        Some(crate::dist::target_dir().join("x86_64-unknown-linux-musl/release/cfn-bootstrap"))
     } else {
         None
     };
@@ -547,7 +568,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     measure::syncfs(&bench)?;
     std::thread::sleep(Duration::from_secs(2));
 
-    let python = emulator::ensure_venv()?;
+    let python = emulator::python()?;
     let mut emulator_args = emulator::test_arguments();
     emulator_args.push("--accept-all-signals".into());
     let emulator = Emulator::start(&python, &emulator_args)?;
@@ -799,6 +820,22 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         eprintln!("bench: 6 cfn-hup daemon ({})", imp.label);
         hup_results.push((imp.label, hup::measure(&ctx, imp, &hup_settings)));
     }
+    let lifecycle_settings = lifecycle::Settings {
+        idle_window: Duration::from_secs(if options.quick { 20 } else { 60 }),
+        // A run takes about a second; a termination restarts the daemon.
+        spot_runs: n,
+        terminate_runs: (n / 4).max(3),
+    };
+    let lifecycle_results = json!({
+        "idle": options.runs_workload("6-lifecycle").then(|| {
+            eprintln!("bench: 6-lifecycle cfn-hup idle, without and with lifecycle hooks (ours)");
+            lifecycle::idle_measure(&ctx, &impls[0], &lifecycle_settings)
+        }),
+        "latency": options.runs_workload("lifecycle-latency").then(|| {
+            eprintln!("bench: lifecycle-latency, metadata change to action start (ours)");
+            lifecycle::latency(&ctx, &impls[0], &lifecycle_settings)
+        }),
+    });
     drop(emulator);
 
     let ours_footprint = footprint::ours(&release, musl.as_deref(), &bench);
@@ -811,7 +848,13 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         footprint::other(&paths).unwrap_or_else(|e| json!({"error": format!("{e:#}")}))
     });
 
-    let report = Report { options: &options, outcomes: &outcomes, floor: &floor, hup: &hup_results };
+    let report = Report {
+        options: &options,
+        outcomes: &outcomes,
+        floor: &floor,
+        hup: &hup_results,
+        lifecycle: &lifecycle_results,
+    };
     let derived = report.derived();
     let footprint = json!({"ours": ours_footprint, "other": other_footprint});
     let targets = report.targets(&derived, &footprint);
@@ -840,6 +883,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         "derived": derived,
         "floor": floor.json(),
         "hup": hup_results.iter().map(|(l, v)| (l.to_string(), v.clone())).collect::<serde_json::Map<_, _>>(),
+        "lifecycle": lifecycle_results,
         "footprint": footprint,
         "targets": targets,
     });
@@ -854,6 +898,7 @@ struct Report<'a> {
     outcomes: &'a [Outcome],
     floor: &'a floor::Floor,
     hup: &'a [(&'static str, Value)],
+    lifecycle: &'a Value,
 }
 
 /// theirs / ours; infinite when ours measured 0, NaN when either is missing.
@@ -974,7 +1019,13 @@ impl Report<'_> {
         let mut check = |id: &str, description: &str, want: &str, value: f64, pass: bool| {
             let needs_vs = !matches!(
                 id,
-                "w2-floor" | "w6-flat" | "w7-size" | "render-wall" | "validate-wall" | "validate-template-wall"
+                "w2-floor"
+                    | "w6-flat"
+                    | "w7-size"
+                    | "render-wall"
+                    | "validate-wall"
+                    | "validate-template-wall"
+                    | "lifecycle-latency"
             ) && !id.starts_with("floor-")
                 && !id.starts_with("hostile-");
             let status = match (!value.is_nan(), pass) {
@@ -1034,6 +1085,19 @@ impl Report<'_> {
         let growth =
             hup("ours", "polls", "rss_kib_after_last_poll") / hup("ours", "polls", "rss_kib_after_middle_poll");
         check("w6-flat", "cfn-hup (ours): RSS after the last poll / the middle one", "<= 1.02", growth, growth <= 1.02);
+        let latency = &self.lifecycle["latency"];
+        let worst = ["spot", "terminate"]
+            .iter()
+            .map(|k| latency[k]["max_ms"].as_f64().unwrap_or(f64::NAN))
+            .fold(f64::NAN, f64::max);
+        let limit = lifecycle::INTERVAL_S * 1000.0 + 100.0;
+        check(
+            "lifecycle-latency",
+            "cfn-hup: metadata change to lifecycle action start, worst, ms",
+            &format!("<= {limit} ms"),
+            worst,
+            worst <= limit,
+        );
         let render = self.median("render", "ours", |s| s.wall.median);
         check(
             "render-wall",
@@ -1068,6 +1132,68 @@ impl Report<'_> {
         let mib = bytes.map_or(f64::NAN, |b| b / MIB);
         check("w7-size", "one static binary, MiB", "< 10 MiB", mib, mib < 10.0);
         targets
+    }
+
+    /// The lifecycle workloads' lines (6-lifecycle, lifecycle-latency), when they ran.
+    fn lifecycle_table(&self, t: &mut String) {
+        use std::fmt::Write as _;
+        let idle = &self.lifecycle["idle"];
+        if !idle.is_null() {
+            let _ = writeln!(t, "\n6-lifecycle cfn-hup idle, without and with lifecycle hooks (ours)");
+            if let Some(e) = idle["error"].as_str() {
+                let _ = writeln!(t, "  ERROR {e}");
+            }
+            for (key, what) in [
+                ("without_lifecycle_hooks", "without lifecycle hooks"),
+                ("with_lifecycle_hooks", "with 5 lifecycle hooks (4 items polled every 5 s)"),
+            ] {
+                let v = &idle[key];
+                if let Some(e) = v["error"].as_str() {
+                    let _ = writeln!(t, "  {what}: ERROR {e}");
+                    continue;
+                }
+                let n = |k: &str| fmt_num(v[k].as_f64().unwrap_or(f64::NAN));
+                let _ = writeln!(
+                    t,
+                    "  {what:<50} {} ms CPU per idle minute ({} s window), RSS {} KiB (peak {} KiB)",
+                    n("cpu_ms_per_idle_minute"),
+                    n("window_s"),
+                    n("rss_kib"),
+                    n("hwm_kib")
+                );
+            }
+        }
+        let latency = &self.lifecycle["latency"];
+        if !latency.is_null() {
+            let _ = writeln!(
+                t,
+                "\nlifecycle-latency metadata change to action start, lifecycle-interval={} s (ours)",
+                latency["lifecycle_interval_s"]
+            );
+            for (key, what) in
+                [("spot", "Spot notice (POST /_emu/imds)"), ("terminate", "termination (+ 2 Auto Scaling calls)")]
+            {
+                let v = &latency[key];
+                if let Some(e) = v["error"].as_str() {
+                    let _ = writeln!(t, "  {what}: ERROR {e}");
+                    continue;
+                }
+                let runs: Vec<String> = v["latency_ms"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|l| format!("{:.0}", l.as_f64().unwrap_or(f64::NAN)))
+                    .collect();
+                let _ = writeln!(
+                    t,
+                    "  {what:<40} median {} ms, max {} ms over {} runs [{}]",
+                    fmt_num(v["median_ms"].as_f64().unwrap_or(f64::NAN)),
+                    fmt_num(v["max_ms"].as_f64().unwrap_or(f64::NAN)),
+                    v["runs"],
+                    runs.join(", ")
+                );
+            }
+        }
     }
 
     fn table(&self, derived: &Value, footprint: &Value, targets: &[Value]) -> String {
@@ -1227,6 +1353,8 @@ impl Report<'_> {
                 }
             }
         }
+
+        self.lifecycle_table(&mut t);
 
         let _ = writeln!(t, "\n7 footprint");
         let ours = &footprint["ours"];

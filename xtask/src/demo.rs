@@ -4,9 +4,14 @@
 //! 2. As root only: the end-to-end scenario of tests/scenario.rs (xtask/src/scenario.rs):
 //!    unchanged user data in an isolated Debian root with cfn-bootstrap installed from
 //!    its .deb, nginx serving Hello World, cfn-hup applying a stack update. Without root
-//!    the demo says so and stops after part 1. The .deb holds the binary part 1 built
+//!    the demo says so and goes on with part 3. The .deb holds the binary part 1 built
 //!    (no release build); the root is the test root when `cargo xtask test` made it,
 //!    else a smaller one made for the demo once (testroot::ensure_for_demo).
+//!
+//! 3. As any user: a rolling replacement with Auto Scaling lifecycle hooks (xtask/src/rolling.rs):
+//!    a new instance launches and its launch hook completes once its page answers; the old
+//!    one's drain, kept alive by heartbeats, ends in its termination. `--rolling` runs only
+//!    this part (after the build).
 //!
 //! Each phase's time is printed as it ends, and all of them at the end.
 
@@ -18,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "rolling.rs"]
+mod rolling;
 #[path = "scenario.rs"]
 pub mod scenario;
 
@@ -25,25 +32,42 @@ const ACCESS_KEY: &str = "AKIDDEMO";
 const SECRET_KEY: &str = "demo/secret";
 const STACK: &str = "demo-stack";
 
-pub fn run() -> Result<ExitCode> {
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    let rolling_only = match args {
+        [] => false,
+        [only] if only == "--rolling" => true,
+        _ => bail!("usage: cargo xtask demo [--rolling]"),
+    };
     // The clock starts when the user's `cargo xtask demo` did: on a fresh clone, cargo
     // builds xtask itself (and most of the dependencies with it) before this runs.
     let before = cargo_ran_for().unwrap_or_default();
     let started = Instant::now().checked_sub(before).unwrap_or_else(Instant::now);
     let mut phases = Phases::default();
     phases.lines.push(("  cargo building xtask, before the demo began".into(), before));
+    if rolling_only {
+        let venv = meanwhile(emulator::python);
+        build(&mut phases)?;
+        let python = finish(venv, "the emulator's Python environment")?;
+        let part3 = Instant::now();
+        step("Part 3: a rolling replacement with Auto Scaling lifecycle hooks (no root needed)");
+        rolling::run(&workspace().join("demo/bin"), &python, &mut phases)?;
+        phases.total("part 3", part3);
+        phases.total("the whole demo", started);
+        phases.print();
+        return Ok(ExitCode::SUCCESS);
+    }
     let root = testroot::running_as_root()?;
     if !root {
         println!(
             "Note: part 2 of the demo, the end-to-end scenario (nginx and cfn-hup in an isolated Debian root),\n\
-             needs root for its mount, PID and network namespaces. Running part 1 only, which needs no root;\n\
-             run `sudo -E cargo xtask demo` (or as root) for both."
+             needs root for its mount, PID and network namespaces. Running parts 1 and 3 only, which need no\n\
+             root; run `sudo -E cargo xtask demo` (or as root) for all three."
         );
     }
     // What takes long the first time without needing the CPU the build needs (downloads,
     // unpacking) is made meanwhile: the emulator's Python environment and, for part 2,
     // the Debian root.
-    let venv = meanwhile(emulator::ensure_venv);
+    let venv = meanwhile(emulator::python);
     let rootfs = root.then(|| meanwhile(testroot::ensure_for_demo));
     step("Part 1: the tools against the local emulator (no root needed)");
     let (binary, python) = tools(&mut phases, venv)?;
@@ -51,9 +75,13 @@ pub fn run() -> Result<ExitCode> {
     if let Some(rootfs) = rootfs {
         let part2 = Instant::now();
         step("Part 2: the end-to-end scenario, as root");
-        end_to_end(&binary, python, rootfs, &mut phases)?;
+        end_to_end(&binary, python.clone(), rootfs, &mut phases)?;
         phases.total("part 2", part2);
     }
+    let part3 = Instant::now();
+    step("Part 3: a rolling replacement with Auto Scaling lifecycle hooks (no root needed)");
+    rolling::run(&workspace().join("demo/bin"), &python, &mut phases)?;
+    phases.total("part 3", part3);
     phases.total("the whole demo", started);
     phases.print();
     Ok(ExitCode::SUCCESS)
@@ -222,8 +250,8 @@ fn finish<T>(work: Background<T>, what: &str) -> Result<T> {
     work.join().unwrap_or_else(|_| bail!("making {what} panicked"))
 }
 
-/// Part 1; returns the binary it built and the emulator's Python.
-fn tools(phases: &mut Phases, venv: Background<PathBuf>) -> Result<(PathBuf, PathBuf)> {
+/// Builds the binary (debug) and makes `demo/` afresh with the tools' links in `demo/bin`.
+fn build(phases: &mut Phases) -> Result<PathBuf> {
     step("Building cfn-bootstrap");
     phases.start();
     let status = cargo().current_dir(workspace()).args(["build", "--bin", "cfn-bootstrap"]).status()?;
@@ -242,6 +270,13 @@ fn tools(phases: &mut Phases, venv: Background<PathBuf>) -> Result<(PathBuf, Pat
         std::os::unix::fs::symlink(&binary, demo.join("bin").join(tool))?;
     }
     println!("    links to the one binary: {}/bin/cfn-*", demo.display());
+    Ok(binary)
+}
+
+/// Part 1; returns the binary it built and the emulator's Python.
+fn tools(phases: &mut Phases, venv: Background<PathBuf>) -> Result<(PathBuf, PathBuf)> {
+    let binary = build(phases)?;
+    let demo = workspace().join("demo");
 
     step("Starting the local AWS emulator (CloudFormation + instance metadata, SigV4 checked)");
     let python = finish(venv, "the emulator's Python environment")?;

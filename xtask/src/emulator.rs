@@ -13,6 +13,15 @@ pub fn test_arguments() -> Vec<String> {
     vec!["--validate-sigv4".into(), "--credentials".into(), TEST_CREDENTIALS.into()]
 }
 
+/// The emulator's Python as the tests take it: the one `CFN_TEST_PYTHON` names, else
+/// [`ensure_venv`]'s.
+pub fn python() -> Result<PathBuf> {
+    match std::env::var_os("CFN_TEST_PYTHON") {
+        Some(python) => Ok(PathBuf::from(python)),
+        None => ensure_venv(),
+    }
+}
+
 /// Creates `target/emulator-venv` with the pinned requirements when it is missing or
 /// the requirements changed, and returns its Python.
 pub fn ensure_venv() -> Result<PathBuf> {
@@ -54,7 +63,8 @@ pub struct Emulator {
 impl Emulator {
     pub fn start(python: &PathBuf, arguments: &[String]) -> Result<Emulator> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let log = workspace().join("target/emulator.log");
+        let log = crate::dist::target_dir().join("emulator.log");
+        std::fs::create_dir_all(crate::dist::target_dir())?;
         let log_file = std::fs::File::create(&log)?;
         let child = Command::new(python)
             .arg(workspace().join("tests/emulator/moto_cfn_server.py"))

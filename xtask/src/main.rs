@@ -22,7 +22,7 @@ use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <task>
   test [--repeat N] [cargo test args...]
-  demo
+  demo [--rolling]
   bench [--vs PREFIX] [--runs N] [--quick]
   dist [--skip-aarch64]
   crash [--kills N] [--seed S]
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => suite::run(&args[1..]),
-        Some("demo") => demo::run(),
+        Some("demo") => demo::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::run(&args[1..]),
         Some("crash") => crash::run(&args[1..]),

@@ -68,13 +68,13 @@ pub fn probe(ctx: &Context, imp: &Implementation, dir: &Path) -> Result<super::m
     Ok(sample)
 }
 
-struct Daemon {
+pub(super) struct Daemon {
     pid: i32,
     pid_file: PathBuf,
 }
 
 impl Daemon {
-    fn alive(&self) -> bool {
+    pub(super) fn alive(&self) -> bool {
         match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
             Ok(stat) => !matches!(stat_fields(&stat).first().map(String::as_str), Some("Z") | Some("X")),
             Err(_) => false,
@@ -98,7 +98,7 @@ impl Daemon {
         Ok((cpu, vm_kib(self.pid, "VmRSS:"), vm_kib(self.pid, "VmHWM:")))
     }
 
-    fn stop(&self) {
+    pub(super) fn stop(&self) {
         // SAFETY: signalling a pid we read from the daemon's pid file, checked alive.
         if self.alive() {
             unsafe { libc::kill(self.pid, libc::SIGTERM) };
@@ -139,16 +139,27 @@ fn stat_fields(stat: &str) -> Vec<String> {
 }
 
 fn start(ctx: &Context, imp: &Implementation, dir: &Path, short_interval: bool) -> Result<Daemon> {
+    let env: &[(&str, &str)] = if short_interval { &[("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "1")] } else { &[] };
+    start_with(ctx, imp, dir, if short_interval { "6-daemon-polls" } else { "6-daemon-idle" }, env)
+}
+
+/// Starts the daemon with `env` added to the benchmark's environment; its launcher's
+/// output goes to `out_id`.
+pub(super) fn start_with(
+    ctx: &Context,
+    imp: &Implementation,
+    dir: &Path,
+    out_id: &str,
+    env: &[(&str, &str)],
+) -> Result<Daemon> {
     let pid_file = ctx.run_dir(imp).join("cfn-hup.pid");
     if let Ok(old) = std::fs::read_to_string(&pid_file) {
         bail!("a cfn-hup pid file already exists at {} (pid {})", pid_file.display(), old.trim());
     }
     let mut cmd = ctx.command(imp, "cfn-hup");
     cmd.args(["-c", &dir.display().to_string()]);
-    if short_interval {
-        cmd.env("CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS", "1");
-    }
-    let out = ctx.out_path(if short_interval { "6-daemon-polls" } else { "6-daemon-idle" }, imp);
+    cmd.envs(env.iter().copied());
+    let out = ctx.out_path(out_id, imp);
     let launcher = super::measure::run(&mut cmd, &out);
     if let Err(e) = launcher {
         bail!("starting the daemon failed: {e}");
@@ -221,7 +232,7 @@ fn wait_poll(
     Ok(None)
 }
 
-fn idle_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settings) -> Result<Value> {
+pub(super) fn idle_phase(ctx: &Context, imp: &Implementation, dir: &Path, settings: &Settings) -> Result<Value> {
     let mut counter = PollCounter::start(ctx)?;
     let daemon = start(ctx, imp, dir, false)?;
     let Some(_) = wait_poll(ctx, &mut counter, &daemon, 0, Instant::now() + Duration::from_secs(30))? else {
