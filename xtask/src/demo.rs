@@ -48,10 +48,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let venv = meanwhile(emulator::python);
         build(&mut phases)?;
         let python = finish(venv, "the emulator's Python environment")?;
-        let part3 = Instant::now();
-        step("Part 3: a rolling replacement with Auto Scaling lifecycle hooks (no root needed)");
-        rolling::run(&workspace().join("demo/bin"), &python, &mut phases)?;
-        phases.total("part 3", part3);
+        part3(&python, &mut phases)?;
         phases.total("the whole demo", started);
         phases.print();
         return Ok(ExitCode::SUCCESS);
@@ -78,13 +75,19 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         end_to_end(&binary, python.clone(), rootfs, &mut phases)?;
         phases.total("part 2", part2);
     }
-    let part3 = Instant::now();
-    step("Part 3: a rolling replacement with Auto Scaling lifecycle hooks (no root needed)");
-    rolling::run(&workspace().join("demo/bin"), &python, &mut phases)?;
-    phases.total("part 3", part3);
+    part3(&python, &mut phases)?;
     phases.total("the whole demo", started);
     phases.print();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Part 3, the rolling replacement, with the binary part 1 (or the build) linked in demo/bin.
+fn part3(python: &Path, phases: &mut Phases) -> Result<()> {
+    let started = Instant::now();
+    step("Part 3: a rolling replacement with Auto Scaling lifecycle hooks (no root needed)");
+    rolling::run(&workspace().join("demo/bin"), python, phases)?;
+    phases.total("part 3", started);
+    Ok(())
 }
 
 /// How long the parent process (the `cargo` of `cargo xtask demo`) has been running, from
