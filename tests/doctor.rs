@@ -781,6 +781,7 @@ fn script_hook(host: &Host, script: &str) {
 
 fn creds_with(host: &Host, text: &str, mode: u32) {
     std::fs::write(&host.creds, text).unwrap();
+    std::os::unix::fs::chown(&host.creds, Some(0), Some(0)).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&host.creds, std::fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -1038,6 +1039,101 @@ const CATALOGUE: &[Breakage] = &[
         fix: "restore it from a backup",
     },
     Breakage {
+        name: "an interval with a unit",
+        breaks: |h| main_with(h, "interval=5m\n"),
+        id: "hup.interval",
+        verdict: "failed",
+        found: "whole number of minutes",
+        fix: "set interval to a whole number of minutes",
+    },
+    Breakage {
+        name: "a max-backoff of zero",
+        breaks: |h| main_with(h, "max-backoff=0\n"),
+        id: "hup.max-backoff",
+        verdict: "failed",
+        found: "max-backoff",
+        fix: "set max-backoff",
+    },
+    Breakage {
+        name: "a umask that is not octal",
+        breaks: |h| main_with(h, "umask=999\n"),
+        id: "hup.umask",
+        verdict: "failed",
+        found: "Invalid octal value specified for umask",
+        fix: "set umask",
+    },
+    Breakage {
+        name: "a url with a misspelt scheme",
+        breaks: |h| {
+            let main =
+                format!("[main]\nstack={}\ncredential-file={}\nurl=htp://127.0.0.1:9\n", h.stack, h.creds.display());
+            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
+        },
+        id: "network.cloudformation",
+        verdict: "failed",
+        found: "htp://127.0.0.1:9",
+        fix: "correct the URL",
+    },
+    Breakage {
+        name: "an empty action",
+        breaks: |h| hooks_with(h, &HOOK.replace("action=/bin/true", "action=")),
+        id: "hook.action:watch",
+        verdict: "failed",
+        found: "the action is empty",
+        fix: "set action in hook watch",
+    },
+    Breakage {
+        name: "a credential file owned by another user",
+        breaks: |h| std::os::unix::fs::chown(&h.creds, Some(65534), None).unwrap(),
+        id: "hup.credentials",
+        verdict: "failed",
+        found: "not root or the user cfn-hup runs as",
+        fix: "chown root",
+    },
+    Breakage {
+        name: "a hook path with a doubled dot",
+        breaks: |h| hooks_with(h, &HOOK.replace("Resources.Watched", "Resources..Watched")),
+        id: "hup.hooks",
+        verdict: "failed",
+        found: "Resources..Watched",
+        fix: "correct the hook files",
+    },
+    Breakage {
+        name: "only a backup left in hooks.d",
+        breaks: |h| {
+            std::fs::remove_file(h.conf.join("hooks.conf")).unwrap();
+            std::fs::write(h.conf.join("hooks.d/reloader.conf.bak"), HOOK).unwrap();
+        },
+        id: "hup.hooks",
+        verdict: "warning",
+        found: "No hook configurations found",
+        fix: "add hooks to",
+    },
+    Breakage {
+        name: "an access key AWS does not know",
+        breaks: |h| creds_with(h, &format!("AWSAccessKeyId=AKIDNOTKNOWN\nAWSSecretKey={SECRET_KEY}\n"), 0o600),
+        id: "api.describe:Watched",
+        verdict: "failed",
+        found: "the access key is not known to AWS",
+        fix: "correct the access key",
+    },
+    Breakage {
+        name: "a pid file naming another program",
+        breaks: |h| std::fs::write(h.sandbox.path("run/cfn-hup.pid"), "1\n").unwrap(),
+        id: "service.process",
+        verdict: "failed",
+        found: "process 1 is not cfn-hup",
+        fix: "rm ",
+    },
+    Breakage {
+        name: "cfn-hup.conf without its [main] header",
+        breaks: |h| std::fs::write(h.conf.join("cfn-hup.conf"), format!("stack={}\n", h.stack)).unwrap(),
+        id: "hup.config",
+        verdict: "failed",
+        found: "no section headers",
+        fix: "cfn-hup.conf",
+    },
+    Breakage {
         name: "a stale pid file",
         breaks: |h| std::fs::write(h.sandbox.path("run/cfn-hup.pid"), "999999\n").unwrap(),
         id: "service.process",
@@ -1090,7 +1186,7 @@ fn each_breakage_of_the_catalogue_is_named_with_its_fix() {
         }
         failures
     });
-    assert!(CATALOGUE.len() >= 29);
+    assert!(CATALOGUE.len() >= 40);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
