@@ -52,6 +52,7 @@
 //! real paths without touching the host; otherwise ours is pointed at `target/bench/state`
 //! with `CFN_BOOTSTRAP_{LOG,LIB,RUN}_DIR` (another implementation then needs root).
 
+mod cfn_lint;
 mod floor;
 mod footprint;
 mod hostile;
@@ -82,7 +83,7 @@ pub const USAGE: &str =
     "cargo xtask bench [--vs \"COMMAND PREFIX\"] [--runs N] [--quick] [--only ID,ID...] [--hup-minutes M]";
 
 /// The workloads' ids, for `--only`.
-const WORKLOAD_IDS: [&str; 16] = [
+const WORKLOAD_IDS: [&str; 17] = [
     "1",
     "2-base",
     "2a",
@@ -95,6 +96,7 @@ const WORKLOAD_IDS: [&str; 16] = [
     "6",
     "6-lifecycle",
     "lifecycle-latency",
+    "validate-corpus",
     "render",
     "validate",
     "validate-template",
@@ -770,6 +772,23 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             exits: &[0],
         },
     ];
+    let corpus = cfn_lint::corpus()?;
+    workloads.push(Workload {
+        id: "validate-corpus",
+        title: format!("cfn-bootstrap validate -t: the {} real templates of tests/corpus in one process", corpus.len()),
+        tool: "cfn-bootstrap",
+        args: ["validate", "-t"]
+            .into_iter()
+            .map(String::from)
+            .chain(corpus.iter().map(|f| f.display().to_string()))
+            .collect(),
+        runs: n,
+        warmup,
+        clean: None,
+        floor: None,
+        // Reviewed true errors in some of them (tests/corpus/expected.tsv) exit 1.
+        exits: &[0, 1],
+    });
     let hostile_dir = ctx.work.join("hostile");
     std::fs::create_dir_all(&hostile_dir)?;
     for h in hostile::all() {
@@ -837,6 +856,11 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }),
     });
     drop(emulator);
+    // cfn-lint on the same files, beside `validate-corpus` (a few runs: seconds each).
+    let cfn_lint = options.runs_workload("validate-corpus").then(|| {
+        eprintln!("bench: validate-corpus, cfn-lint on the same templates");
+        cfn_lint::measure(&ctx.out, &corpus, n.min(3))
+    });
 
     let ours_footprint = footprint::ours(&release, musl.as_deref(), &bench);
     let other_footprint = impls.get(1).map(|imp| {
@@ -860,6 +884,21 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let targets = report.targets(&derived, &footprint);
     let text = report.table(&derived, &footprint, &targets);
     println!("{text}");
+    if let Some(lint) = &cfn_lint {
+        let ours = report.median("validate-corpus", impls[0].label, |s| s.wall.median);
+        let ours_rss = report.median("validate-corpus", impls[0].label, |s| s.rss_kib.median);
+        let theirs = lint["summary"]["wall_ms"]["median"].as_f64().unwrap_or(f64::NAN);
+        let theirs_rss = lint["summary"]["maxrss_kib"]["median"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "validate-corpus: ours {ours:.1} ms wall, {:.1} MiB peak; {} on the same {} templates {theirs:.0} ms, \
+             {:.1} MiB ({:.0}x the time)",
+            ours_rss / 1024.0,
+            lint["version"].as_str().unwrap_or("?"),
+            lint["files"],
+            theirs_rss / 1024.0,
+            theirs / ours
+        );
+    }
     let load_after = load_average();
     println!("load average before/after: {load_before} / {load_after} (2 cores; other work on the machine adds noise)");
 
@@ -884,6 +923,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         "floor": floor.json(),
         "hup": hup_results.iter().map(|(l, v)| (l.to_string(), v.clone())).collect::<serde_json::Map<_, _>>(),
         "lifecycle": lifecycle_results,
+        "cfn_lint": cfn_lint,
         "footprint": footprint,
         "targets": targets,
     });

@@ -2,7 +2,7 @@
 
 use crate::workspace;
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,23 +25,29 @@ pub fn python() -> Result<PathBuf> {
 /// Creates `target/emulator-venv` with the pinned requirements when it is missing or
 /// the requirements changed, and returns its Python.
 pub fn ensure_venv() -> Result<PathBuf> {
-    let root = workspace();
-    let venv = root.join("target/emulator-venv");
+    let requirements = workspace().join("tests/emulator/requirements.txt");
+    venv("target/emulator-venv", &requirements, "the emulator's Python environment (about 30 s)")
+}
+
+/// Creates the virtual environment `dir` (relative to the workspace) with the pinned
+/// `requirements` when it is missing or they changed, and returns its Python; `what` says
+/// what it is for while it is installed.
+pub fn venv(dir: &str, requirements: &Path, what: &str) -> Result<PathBuf> {
+    let venv = workspace().join(dir);
     let python = venv.join("bin/python");
-    let requirements = root.join("tests/emulator/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).context("read tests/emulator/requirements.txt")?;
+    let wanted = std::fs::read_to_string(requirements).with_context(|| format!("read {}", requirements.display()))?;
     let stamp = venv.join("requirements.installed");
     if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(python);
     }
-    eprintln!("xtask: installing the emulator's Python environment in {} (about 30 s)", venv.display());
+    eprintln!("xtask: installing {what} in {}", venv.display());
     let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv))?;
     // --no-compile: pip would compile every module of moto (thousands, minutes of CPU on a
     // busy machine); Python compiles the few the emulator imports when it first starts.
     run(Command::new(&python)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", "-r"])
-        .arg(&requirements))?;
+        .arg(requirements))?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
 }
