@@ -18,6 +18,9 @@ const ENDPOINT: &str = "http://127.0.0.1:5000";
 /// Generous: a loaded 2-core machine runs several emulators and builds at once.
 const LONG: Duration = Duration::from_secs(90);
 
+/// The metadata item of Auto Scaling's transitions.
+const STATE_ITEM: &str = "autoscaling/target-lifecycle-state";
+
 /// An instance: the emulator, a sandbox with cfn-hup's configuration, the running cfn-hup.
 struct Instance {
     emulator: Emulator,
@@ -117,6 +120,20 @@ impl Instance {
         self.journal()["heartbeats"].as_array().map_or(0, Vec::len)
     }
 
+    /// Waits until cfn-hup has polled the metadata item ending in `item` `rounds` more
+    /// times: whatever it would do again, it has had its chances to (a condition on what
+    /// it did, not a pause).
+    fn wait_polls(&self, item: &str, rounds: usize) {
+        let requests = |since: u64| self.emulator.get_json(&format!("/_emu/requests?kind=imds&since={since}"));
+        let since = requests(0).as_array().and_then(|all| all.last()).and_then(|r| r["seq"].as_u64()).unwrap_or(0);
+        let polls = || {
+            let all = requests(since);
+            all.as_array()
+                .map_or(0, |all| all.iter().filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with(item))).count())
+        };
+        self.wait(&format!("{rounds} more polls of {item}"), || polls() >= rounds);
+    }
+
     fn wait_completions(&self, n: usize) -> Vec<Value> {
         self.wait(&format!("{n} completion(s)"), || self.completions().len() >= n);
         self.completions()
@@ -178,7 +195,7 @@ fn terminate_runs_the_drain_once_keeps_it_alive_with_heartbeats_and_continues() 
         instance.wait_completions(1);
         assert!(started.elapsed() >= Duration::from_secs(9), "completed before the drain ended");
         // A few more polls: nothing runs or completes again.
-        std::thread::sleep(Duration::from_secs(3));
+        instance.wait_polls(STATE_ITEM, 3);
         (instance.marks(), instance.completions(), instance.heartbeats(), instance.log())
     });
     assert_eq!(api_completions(&completions), [("drain-hook".into(), "CONTINUE".into(), "api".into())], "{log}");
@@ -201,7 +218,7 @@ fn every_hook_of_the_transition_is_completed_once() {
         instance.start();
         instance.emulator.post_json("/_emu/autoscaling/terminate", &json!({"instance": INSTANCE}));
         instance.wait_completions(2);
-        std::thread::sleep(Duration::from_secs(3));
+        instance.wait_polls(STATE_ITEM, 3);
         (instance.completions(), instance.marks(), instance.log())
     });
     assert_eq!(
@@ -250,7 +267,7 @@ fn launch_hooks_complete_with_continue() {
         instance.start();
         instance.launch(json!([{"name": "ready-hook", "transition": "launching", "heartbeat_timeout": 300}]));
         let completions = instance.wait_completions(1);
-        std::thread::sleep(Duration::from_secs(3));
+        instance.wait_polls(STATE_ITEM, 3);
         (completions, instance.marks())
     });
     assert_eq!(api_completions(&completions), [("ready-hook".into(), "CONTINUE".into(), "api".into())]);
@@ -271,7 +288,7 @@ fn an_instance_already_past_the_wait_state_runs_nothing_and_logs_no_error() {
         instance.wait("the watcher to find the instance past the wait state", || {
             instance.log().contains("not Terminating:Wait")
         });
-        std::thread::sleep(Duration::from_secs(2));
+        instance.wait_polls(STATE_ITEM, 2);
         (instance.marks(), instance.completions(), instance.log())
     });
     assert!(marks.is_empty() && completions.is_empty(), "{marks:?} {completions:?}");
@@ -296,7 +313,7 @@ fn cfn_hup_killed_mid_drain_resumes_completes_once_and_does_not_rerun_a_finished
         let before = instance.heartbeats();
         instance.start();
         let completions = instance.wait_completions(1);
-        std::thread::sleep(Duration::from_secs(2));
+        instance.wait_polls(STATE_ITEM, 2);
         (instance.marks(), completions, instance.heartbeats() - before, instance.log())
     });
     assert_eq!(api_completions(&completions), [("drain-hook".into(), "CONTINUE".into(), "api".into())], "{log}");
@@ -361,7 +378,7 @@ fn spot_rebalance_and_maintenance_notices_run_once_across_restarts_and_a_new_not
         instance.signal(libc::SIGTERM);
         instance.start();
         // Several polls after the restart: nothing runs again.
-        std::thread::sleep(Duration::from_secs(4));
+        instance.wait_polls("events/maintenance/scheduled", 4);
         let after_restart = instance.marks();
         assert!(
             ["spot", "rebalance", "maintenance"].iter().all(|n| count(&after_restart, n) == 1),
