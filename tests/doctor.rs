@@ -752,12 +752,12 @@ struct Breakage {
 }
 
 fn main_with(host: &Host, extra: &str) {
-    let main = format!(
-        "[main]\nstack={}\ncredential-file={}\nurl={}\n{extra}",
-        host.stack,
-        host.creds.display(),
-        host.emulator.url
-    );
+    main_for(host, &host.stack, &host.emulator.url, extra);
+}
+
+/// cfn-hup.conf for `stack` at `url`, with the host's credential file.
+fn main_for(host: &Host, stack: &str, url: &str, extra: &str) {
+    let main = format!("[main]\nstack={stack}\ncredential-file={}\nurl={url}\n{extra}", host.creds.display());
     std::fs::write(host.conf.join("cfn-hup.conf"), main).unwrap();
 }
 
@@ -831,11 +831,7 @@ const CATALOGUE: &[Breakage] = &[
     },
     Breakage {
         name: "a stack name that does not exist",
-        breaks: |h| {
-            let main =
-                format!("[main]\nstack=no-such-stack\ncredential-file={}\nurl={}\n", h.creds.display(), h.emulator.url);
-            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
-        },
+        breaks: |h| main_for(h, "no-such-stack", &h.emulator.url, ""),
         id: "api.describe:Watched",
         verdict: "failed",
         found: "does not exist",
@@ -843,15 +839,11 @@ const CATALOGUE: &[Breakage] = &[
     },
     Breakage {
         name: "an endpoint that refuses connections",
-        breaks: |h| {
-            let main =
-                format!("[main]\nstack={}\ncredential-file={}\nurl=http://127.0.0.1:9\n", h.stack, h.creds.display());
-            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
-        },
+        breaks: |h| main_for(h, &h.stack, "http://127.0.0.1:9", ""),
         id: "network.cloudformation",
         verdict: "failed",
         found: "Connection refused",
-        fix: "",
+        fix: "check routes, security groups and network ACLs",
     },
     Breakage {
         name: "a credential file others can read",
@@ -943,7 +935,7 @@ const CATALOGUE: &[Breakage] = &[
         id: "hook.action:watch",
         verdict: "failed",
         found: "is not executable",
-        fix: "",
+        fix: "install it, or correct action in hook watch",
     },
     Breakage {
         name: "an action script saved with Windows line endings",
@@ -1064,11 +1056,7 @@ const CATALOGUE: &[Breakage] = &[
     },
     Breakage {
         name: "a url with a misspelt scheme",
-        breaks: |h| {
-            let main =
-                format!("[main]\nstack={}\ncredential-file={}\nurl=htp://127.0.0.1:9\n", h.stack, h.creds.display());
-            std::fs::write(h.conf.join("cfn-hup.conf"), main).unwrap();
-        },
+        breaks: |h| main_for(h, &h.stack, "htp://127.0.0.1:9", ""),
         id: "network.cloudformation",
         verdict: "failed",
         found: "htp://127.0.0.1:9",
