@@ -18,6 +18,7 @@ use crate::tool::refuse_option_like;
 use cfn_aws::auth::{AuthBlock, Authentication};
 use cfn_template::unknown;
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// The system an Init is for, which decides what an absolute path is and which package
 /// and service managers cfn-init has (AWS ships one cfn-init for Linux and one for
@@ -737,21 +738,29 @@ fn unknown_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, 
 /// ([`cfn_template::Template::no_echo_parameters`]); one finding per parameter and entry.
 pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
     let Some(init) = metadata.get(crate::document::INIT_KEY) else { return Vec::new() };
+    if secrets.is_empty() {
+        return Vec::new();
+    }
     let markers: Vec<(&str, String)> = secrets.iter().map(|name| (*name, unknown::marker(name))).collect();
     let mut findings: Vec<Finding> = Vec::new();
+    // (secret, its entry's first path components) already reported: a set, not a search
+    // of the findings per string.
+    let mut reported: HashSet<(usize, Vec<String>)> = HashSet::new();
+    // Each value with its pointer and the first path components below Init (config,
+    // section, entry, one more): what names the entry; deeper ones are not kept.
     let mut pending = vec![(format!("/{}", pointer_step(crate::document::INIT_KEY)), Vec::<String>::new(), init)];
     while let Some((pointer, path, value)) = pending.pop() {
+        let below = |step: String| {
+            let mut path = path.clone();
+            if path.len() < 4 {
+                path.push(step);
+            }
+            path
+        };
         match value {
-            Value::String(text) => {
-                for (name, marker) in &markers {
-                    if !text.contains(marker.as_str()) || path.first().is_some_and(|c| c == "configSets") {
-                        continue;
-                    }
-                    let entry = path.iter().take(3).map(|s| format!("/{}", pointer_step(s))).collect::<String>();
-                    let entry = format!("/{}{entry}", pointer_step(crate::document::INIT_KEY));
-                    if findings
-                        .iter()
-                        .any(|f| f.pointer.starts_with(&entry) && f.message.contains(&format!(" {name} ")))
+            Value::String(text) if unknown::in_text(text) => {
+                for (index, (name, marker)) in markers.iter().enumerate() {
+                    if !text.contains(marker.as_str()) || !reported.insert((index, path[..path.len().min(3)].to_vec()))
                     {
                         continue;
                     }
@@ -772,16 +781,13 @@ pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
             }
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate().rev() {
-                    let mut path = path.clone();
-                    path.push(i.to_string());
-                    pending.push((format!("{pointer}/{i}"), path, item));
+                    pending.push((format!("{pointer}/{i}"), below(i.to_string()), item));
                 }
             }
+            // configSets name configs, not content.
             Value::Object(entries) => {
-                for (key, item) in entries.iter().rev() {
-                    let mut path = path.clone();
-                    path.push(key.clone());
-                    pending.push((format!("{pointer}/{}", pointer_step(key)), path, item));
+                for (key, item) in entries.iter().rev().filter(|(key, _)| !(path.is_empty() && *key == "configSets")) {
+                    pending.push((format!("{pointer}/{}", pointer_step(key)), below(key.clone()), item));
                 }
             }
             _ => {}
