@@ -7,13 +7,6 @@
 mod common;
 use common::*;
 
-/// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name.
-fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
-    sandbox
-}
-
 fn bootstrap(sandbox: &Sandbox, args: &[&str]) -> Run {
     sandbox.cmd("cfn-bootstrap").args(args).run()
 }
@@ -34,7 +27,7 @@ fn long_options(help: &str) -> Vec<String> {
 
 #[test]
 fn version_and_list() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let version = format!("cfn-bootstrap {}\n", env!("CARGO_PKG_VERSION"));
     bootstrap(&sandbox, &["--version"]).code(0).stdout_is(&version).stderr_is("");
     bootstrap(&sandbox, &["-V"]).code(0).stdout_is(&version);
@@ -43,7 +36,7 @@ fn version_and_list() {
 
 #[test]
 fn help_lists_the_tools_their_short_names_and_the_subcommands() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     for args in [&["--help"][..], &["-h"], &["help"]] {
         let run = bootstrap(&sandbox, args);
         run.code(0).stderr_is("").stdout_has("Usage: cfn-bootstrap").stdout_has("--list").stdout_has("--version");
@@ -63,7 +56,7 @@ fn help_lists_the_tools_their_short_names_and_the_subcommands() {
 
 #[test]
 fn a_tool_subcommand_is_the_tool_with_its_arguments_untouched() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     for tool in TOOLS {
         let through_link = sandbox.cmd(tool).arg("--help").run();
         through_link.code(0);
@@ -108,7 +101,7 @@ fn a_tool_subcommand_is_the_tool_with_its_arguments_untouched() {
 
 #[test]
 fn usage_errors_are_claps_with_exit_2() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     bootstrap(&sandbox, &["cfn-bogus"])
         .code(2)
         .stdout_is("")
@@ -126,7 +119,7 @@ fn usage_errors_are_claps_with_exit_2() {
 
 #[test]
 fn completions_for_every_shell_cover_cfn_bootstrap_and_every_tool_option() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let helps: Vec<(&str, String)> =
         TOOLS.iter().map(|tool| (*tool, sandbox.cmd(tool).arg("--help").run().stdout.clone())).collect();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
@@ -199,7 +192,7 @@ fn registers(shell: &str, script: &str, command: &str) -> bool {
 
 #[test]
 fn powershell_using_statements_stay_at_the_top() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let script = bootstrap(&sandbox, &["completions", "powershell"]).stdout.clone();
     let first_block = script.find("Register-ArgumentCompleter").unwrap();
     assert_eq!(script.matches("Register-ArgumentCompleter").count(), 1 + TOOLS.len());
@@ -235,7 +228,7 @@ printf '%s\n' "${{COMPREPLY[@]}}"
 
 #[test]
 fn bash_completes_the_tools_options_through_links_and_subcommands() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let script = sandbox.path("cfn-bootstrap.bash");
     std::fs::write(&script, &bootstrap(&sandbox, &["completions", "bash"]).stdout).unwrap();
     let syntax = std::process::Command::new("bash").arg("-n").arg(&script).output().unwrap();
@@ -292,7 +285,7 @@ fn rendered(page: &std::path::Path) -> String {
 
 #[test]
 fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let dir = sandbox.path("man1");
     let written = bootstrap(&sandbox, &["man", "--dir", dir.to_str().unwrap()]);
     written.code(0).stderr_is("");
@@ -349,7 +342,7 @@ fn manual_pages_describe_every_option_of_every_tool_and_render_without_warnings(
 
 #[test]
 fn man_without_a_name_prints_cfn_bootstrap_and_an_unknown_name_is_a_usage_error() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     bootstrap(&sandbox, &["man"]).code(0).stderr_is("").stdout_has(".TH cfn-bootstrap 1 ");
     bootstrap(&sandbox, &["man", "cfn-nothing"]).code(2).stdout_is("").stderr_has(
         "cfn-bootstrap man: no manual page named cfn-nothing; the pages are: cfn-bootstrap, cfn-bootstrap-help,",

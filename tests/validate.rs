@@ -9,13 +9,6 @@ use serde_json::Value;
 
 const INIT: &str = "AWS::CloudFormation::Init";
 
-/// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name.
-fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
-    sandbox
-}
-
 /// `validate FILE [args]` on `text` written to `metadata.json`.
 fn validate_text(sandbox: &Sandbox, text: &str, args: &[&str]) -> (Run, String) {
     let file = sandbox.path("metadata.json");
@@ -263,7 +256,7 @@ fn cases() -> Vec<Case> {
 /// print; errors exit 1, warnings alone 0.
 #[test]
 fn each_check_reports_its_message_place_and_exit_status() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     for case in cases() {
         let (run, file) = validate_text(&sandbox, &case.text, case.args);
         let (line, column) = place_of(&case.text, case.marker);
@@ -285,7 +278,7 @@ fn each_check_reports_its_message_place_and_exit_status() {
 /// The seed metadata (the scenario's stack, as cfn-get-metadata prints it) is clean.
 #[test]
 fn the_seed_metadata_validates_clean() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let seed = workspace().join("tests/validate/seed-metadata.json").display().to_string();
     sandbox
         .cmd("cfn-bootstrap")
@@ -299,7 +292,7 @@ fn the_seed_metadata_validates_clean() {
 /// INIT-CLI-02: `-` reads standard input, named `<stdin>` in findings.
 #[test]
 fn standard_input_is_read_with_positions() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let text = config("      \"files\": {\"tmp/x\": {\"content\": \"x\"}}");
     let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-"]).stdin(text.as_bytes()).run();
     run.code(1).stdout_has("<stdin>:4:17: error[E030]: File specified with non-absolute path: tmp/x\n");
@@ -310,7 +303,7 @@ fn standard_input_is_read_with_positions() {
 #[test]
 fn a_stack_resource_is_read_with_cfn_init_options() {
     let emulator = Emulator::shared();
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let metadata: Value =
         serde_json::from_str(&config("\"files\": {\"/etc/a\": {\"content\": \"x\", \"mode\": \"9\"}}")).unwrap();
     let stack = emulator.create_stack(&unique("validate"), &instance_template(&metadata));
@@ -339,7 +332,7 @@ fn a_stack_resource_is_read_with_cfn_init_options() {
 /// Usage errors exit 2: no source, two sources, half a stack resource, a bad format.
 #[test]
 fn usage_errors_exit_2() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").arg("validate").args(args).run();
     validate(&[]).code(2).stdout_is("").stderr_has("You must specify an input source for metadata");
     validate(&["a.json", "-s", "s", "-r", "r"]).code(2).stderr_has("more than one input source");
@@ -359,7 +352,7 @@ fn bad_metadata() -> String {
 
 #[test]
 fn json_output_lists_findings_with_places() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let (run, file) = validate_text(&sandbox, &bad_metadata(), &["--format", "json"]);
     run.code(1);
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
@@ -382,7 +375,7 @@ fn json_output_lists_findings_with_places() {
 /// level SARIF knows, a message, and a region of the artifact with 1-based positions.
 #[test]
 fn sarif_output_has_the_2_1_0_shape() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let (run, file) = validate_text(&sandbox, &bad_metadata(), &["--format", "sarif"]);
     run.code(1);
     let sarif: Value = serde_json::from_str(&run.stdout).unwrap();
@@ -416,7 +409,7 @@ fn sarif_output_has_the_2_1_0_shape() {
 /// validate is a subcommand like the others: its help, its manual page.
 #[test]
 fn validate_has_help_and_a_manual_page() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     sandbox
         .cmd("cfn-bootstrap")
         .args(["help", "validate"])
@@ -461,7 +454,7 @@ Resources:
 
 #[test]
 fn a_template_is_rendered_and_its_findings_point_into_it() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = sandbox.path("site.yaml");
     std::fs::write(&path, TEMPLATE_YAML).unwrap();
     let path = path.display().to_string();
@@ -516,7 +509,7 @@ fn a_template_is_rendered_and_its_findings_point_into_it() {
 
 #[test]
 fn a_json_template_s_duplicate_keys_are_found_anywhere_in_it() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let text = r#"{
   "Resources": {
     "Web": {
@@ -544,7 +537,7 @@ fn validate_t_stops_an_alias_bomb_and_chained_aliases_at_their_limits() {
     // Issue 22 points 2 and 3: `validate -t` reads templates as render does; these two
     // ended in an allocation abort and a stack overflow (exit 134). Bounded to 256 MiB of
     // address space, each is exit 1 naming the file, the line of the alias and the limit.
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let limits = workspace().join("tests/templates/limits");
     let validate = |file: &str| {
         sandbox
@@ -625,7 +618,7 @@ fn template_file(sandbox: &Sandbox, name: &str, text: &str) -> String {
 /// (and without -c): 0 errors.
 #[test]
 fn templates_with_required_parameters_validate_without_values() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     // AWS's samples write their NoEcho database passwords (and user) into files and
     // commands: W010 for each parameter and entry, nothing else.
     for (name, no_echo) in [
@@ -651,7 +644,7 @@ fn templates_with_required_parameters_validate_without_values() {
 /// unknown parameter; the checks that need a value skip it and say so at -v; -p narrows.
 #[test]
 fn unknowns_keep_real_mistakes_and_skip_what_needs_a_value() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
     let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
 
@@ -694,7 +687,7 @@ fn unknowns_keep_real_mistakes_and_skip_what_needs_a_value() {
 /// default; with -c, as before: the named ones must exist, no W008.
 #[test]
 fn every_configset_unless_told_and_c_as_before() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
     let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
     let (line, column) = place_of(UNKNOWNS_YAML, "configSets:");
@@ -724,7 +717,7 @@ fn every_configset_unless_told_and_c_as_before() {
 /// for each finding placed in the template.
 #[test]
 fn sarif_of_a_template_with_findings_has_the_2_1_0_shape() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = template_file(&sandbox, "unknowns.yaml", UNKNOWNS_YAML);
     let run = sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path, "--format", "sarif"]).run();
     run.code(1).stderr_is("");
@@ -752,7 +745,7 @@ fn sarif_of_a_template_with_findings_has_the_2_1_0_shape() {
 /// with Init, parameters without values, conditions over them: clean.
 #[test]
 fn the_large_benchmark_template_validates_clean() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = workspace().join("tests/templates/large_init.yaml").display().to_string();
     sandbox
         .cmd("cfn-bootstrap")
@@ -779,7 +772,7 @@ fn relative_files(files: usize) -> String {
 /// reported in constant time, not by a search of the list (a minute before), issue 31 F13.
 #[test]
 fn tens_of_thousands_of_init_findings_are_quick() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let file = template_file(&sandbox, "t.json", &relative_files(40_000));
     let run = sandbox.cmd("cfn-bootstrap").args(["validate", "--format", "json", "-t", &file]).run();
     assert_eq!(run.code, 1, "{}", run.stderr);
@@ -839,7 +832,7 @@ Resources:
 
 #[test]
 fn a_windows_template_with_rules_and_conditions_is_checked_with_windows_rules() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let path = template_file(&sandbox, "windows.yaml", WINDOWS_YAML);
     let validate = |args: &[&str]| sandbox.cmd("cfn-bootstrap").args(["validate", "-t", &path]).args(args).run();
     let run = validate(&["--format", "json"]);

@@ -13,13 +13,6 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// A sandbox with `cfn-bootstrap` linked in.
-fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
-    sandbox
-}
-
 fn corpus() -> PathBuf {
     workspace().join("tests/corpus")
 }
@@ -106,7 +99,7 @@ fn the_corpus_is_what_its_index_says_and_every_repository_has_its_licence() {
 
 #[test]
 fn every_deploying_template_validates_and_every_finding_is_reviewed() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let entries = entries();
     let expected = expected();
     // One process for the whole corpus, as a repository's pre-commit hook runs it.
@@ -225,7 +218,7 @@ const ASSIGNMENTS: usize = 6;
 
 #[test]
 fn findings_without_values_are_made_with_some_values() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let mut failures = Vec::new();
     let mut checked = 0;
     for entry in entries() {

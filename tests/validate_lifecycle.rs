@@ -76,8 +76,7 @@ const TEMPLATE: &str = r#"Resources:
 
 /// The lifecycle findings of `validate -t` on `text`: (code, severity, line, message).
 fn findings(text: &str) -> Vec<(String, String, u64, String)> {
-    let sandbox = Sandbox::new();
-    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
+    let sandbox = Sandbox::with_bootstrap();
     let file = sandbox.path("template.yaml");
     std::fs::write(&file, text).unwrap();
     let run = sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&file).arg("--format").arg("json").run();

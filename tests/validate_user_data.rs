@@ -16,16 +16,9 @@ fn sample(name: &str) -> String {
     std::fs::read_to_string(workspace().join(SAMPLES).join(name)).unwrap()
 }
 
-/// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name.
-fn sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
-    sandbox
-}
-
 /// `validate -t FILE --format json` on `text` written as `name` in a sandbox.
 fn validate(name: &str, text: &str) -> (Run, Value) {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let file = sandbox.path(name);
     std::fs::write(&file, text).unwrap();
     let command = sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&file);
@@ -230,7 +223,7 @@ fn stack_and_region_that_are_not_this_stacks_are_warned_about() {
 
 #[test]
 fn several_templates_in_one_run() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     // The sample with its hook watching its own instance, and the sample as it is.
     let good = sandbox.path("good.yaml");
     std::fs::write(&good, edit(&sample("InstanceWithCfnInit.yaml"), "path=", "LaunchConfig", "Instance")).unwrap();
@@ -292,7 +285,7 @@ fn the_ci_documents_commands_pass_on_a_clean_template_and_fail_on_a_mistake() {
     let entry = hook_value(&hooks, "entry");
     let pattern = hook_value(&hooks, "files");
 
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let root = sandbox.path("repo");
     std::fs::create_dir_all(root.join("templates")).unwrap();
     let fixed = |name: &str| edit(&sample(name), "path=", "LaunchConfig", "Instance");
@@ -372,7 +365,7 @@ fn assert_clean_in_time(sandbox: &Sandbox, file: &str) {
 /// and copied at its other uses, so the text (empty) is complete: nothing is cut.
 #[test]
 fn variables_used_many_times_nested_are_read_in_time() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let file = workspace().join("tests/templates/limits/user_data_nested_subs.json").display().to_string();
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 956);
     assert_clean_in_time(&sandbox, &file);
@@ -384,7 +377,7 @@ fn variables_used_many_times_nested_are_read_in_time() {
 /// the delimiter placed once.
 #[test]
 fn a_long_join_on_one_line_is_read_in_time() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let file = workspace().join("tests/templates/limits/user_data_long_join.json").display().to_string();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.len() > 300_000 && text.lines().count() == 1 && text.matches(r#""""#).count() > 100_000);
@@ -397,7 +390,7 @@ fn a_long_join_on_one_line_is_read_in_time() {
 /// reached, and the bound; nothing on standard output.
 #[test]
 fn the_user_data_of_a_template_is_read_within_its_work_bound() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let mut value = serde_json::json!("xxxxxxxxxxxxxxxx");
     for level in 0..5 {
         let name = format!("V{level}");
@@ -475,7 +468,7 @@ fn hook_files_of_a_megabyte_of_references_sections_or_keys_are_checked_at_once()
 
 /// `validate -t FILE [args]` on `text` written as `name` in a sandbox.
 fn validate_with(name: &str, text: &str, args: &[&str]) -> Run {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::with_bootstrap();
     let file = sandbox.path(name);
     std::fs::write(&file, text).unwrap();
     sandbox.cmd("cfn-bootstrap").arg("validate").arg("-t").arg(&file).args(args).run()

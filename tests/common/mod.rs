@@ -112,6 +112,13 @@ impl Sandbox {
         Sandbox { dir }
     }
 
+    /// A sandbox whose `bin/cfn-bootstrap` is the binary under its own name too.
+    pub fn with_bootstrap() -> Sandbox {
+        let sandbox = Sandbox::new();
+        std::os::unix::fs::symlink(binary(), sandbox.path("bin/cfn-bootstrap")).unwrap();
+        sandbox
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
