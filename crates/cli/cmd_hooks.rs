@@ -17,7 +17,7 @@ mod event;
 mod leader;
 mod result;
 
-use crate::optparse::{Opt, Parsed, Parser};
+use cfn_optparse::{Parsed, Parser};
 use crate::report;
 use std::process::ExitCode;
 
@@ -28,18 +28,6 @@ pub use leader::parser as elect_leader_parser;
 pub use result::main as send_result;
 pub use result::parser as send_result_parser;
 
-fn command_name() -> Opt {
-    Opt::value(Some('c'), "command-name", "command_name", "COMMAND_NAME", "The command name")
-}
-fn invocation_id() -> Opt {
-    Opt::value(Some('i'), "invocation-id", "invocation_id", "INVOCATION_ID", "The invocation ID")
-}
-fn listener_id() -> Opt {
-    Opt::value(Some('l'), "listener-id", "listener_id", "LISTENER_ID", "The listener ID")
-}
-fn dispatcher_id() -> Opt {
-    Opt::value(Some('d'), "dispatcher-id", "dispatcher_id", "DISPATCHER_ID", "The dispatcher ID")
-}
 
 /// An id from its option, else from its environment variable; empty counts as absent.
 /// `Err` is the reference's `Error: You must specify <name>` with the help, exit 1.

@@ -26,7 +26,7 @@ mod setup;
 
 pub use check::{Check, Verdict};
 
-use crate::options;
+use cfn_optparse::options;
 use cfn_aws::{ApiOptions, Imds};
 use clap::{Arg, ArgMatches, Command, ValueHint};
 use std::io::Write;
@@ -170,7 +170,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         ),
         // What the checks found quotes files, hook names and answers: no terminal control
         // in them reaches the terminal.
-        _ => crate::terminal_text::shown(&check::as_text(&checks)).into_owned(),
+        _ => cfn_host::terminal_text::shown(&check::as_text(&checks)).into_owned(),
     };
     let mut stdout = std::io::stdout().lock();
     if stdout.write_all(out.as_bytes()).and_then(|_| stdout.flush()).is_err() {

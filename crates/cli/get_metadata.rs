@@ -1,7 +1,8 @@
 //! `cfn-get-metadata` (GETMD-01..05): prints a resource's metadata, or one value in it.
 
-use crate::optparse::{Opt, Parser};
-use crate::{logging, options, report};
+pub use cfn_optparse::tables::get_metadata as parser;
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_metadata::{keypath, source};
 use cfn_python::json as pyjson;
@@ -9,27 +10,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options]",
-        options: vec![
-            options::stack(),
-            options::resource(),
-            Opt::value(
-                Some('k'),
-                "key",
-                "key",
-                "KEY",
-                "Retrieve the value at <key> in the Metadata object; must be in dotted object notation (parent.child.leaf)",
-            ),
-            options::url(Some('u')),
-            options::region(),
-            options::verbose(),
-        ],
-        groups: vec![options::credentials_group(), options::proxy_group()],
-    }
-}
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

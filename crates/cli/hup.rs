@@ -21,7 +21,7 @@
 //! lifecycle heartbeats are at least apart (at least 1 s; a drain longer than a
 //! few-second heartbeat timeout). They are test aids only; production never sets them.
 
-use crate::optparse::{Opt, Parser};
+pub use cfn_optparse::tables::hup as parser;
 use crate::{logging, report};
 use cfn_aws::Imds;
 use cfn_aws::credentials::CredentialError;
@@ -40,30 +40,6 @@ pub const RECEIVE_WAIT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS"
 pub const ATTEMPT_TIMEOUT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS";
 pub const HEARTBEAT_FLOOR_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_HEARTBEAT_FLOOR_SECONDS";
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options]",
-        options: vec![
-            Opt::value(
-                Some('c'),
-                "config",
-                "config_path",
-                "CONFIG_PATH",
-                "The configuration directory (default: /etc/cfn)",
-            ),
-            Opt::flag(None, "no-daemon", "no_daemon", "Do not daemonize"),
-            Opt::flag(
-                Some('F'),
-                "foreground",
-                "foreground",
-                "Run as a service without detaching (for systemd Type=notify)",
-            ),
-            Opt::flag(Some('v'), "verbose", "verbose", "Enables verbose logging"),
-        ],
-        groups: vec![],
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {

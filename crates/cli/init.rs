@@ -2,10 +2,12 @@
 //! keeps a private copy in `/var/lib/cfn-init/data/metadata.json`, and runs the
 //! requested configSets of its `AWS::CloudFormation::Init`.
 
-use crate::optparse::{Opt, Parsed, Parser};
-use crate::run_record::Source;
+pub use cfn_optparse::tables::init as parser;
+use cfn_optparse::Parsed;
+use cfn_configsets::run_record::Source;
 use crate::run_recorder::Recorder;
-use crate::{logging, options, report};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::auth::Authentication;
 use cfn_aws::download::Downloader;
 use cfn_aws::endpoint::Endpoints;
@@ -25,27 +27,6 @@ use std::sync::Arc;
 pub(crate) const INIT_KEY: &str = "AWS::CloudFormation::Init";
 pub(crate) const AUTH_KEY: &str = "AWS::CloudFormation::Authentication";
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options]\n  or:  %prog [options] <filename>\n  or:  cat <filename> | %prog [options] -",
-        options: vec![
-            options::stack(),
-            options::resource(),
-            Opt::value(
-                Some('c'),
-                "configsets",
-                "configsets",
-                "CONFIGSETS",
-                "An optional list of configSets (default: \"default\")",
-            ),
-            options::url(Some('u')),
-            options::region(),
-            options::verbose(),
-        ],
-        groups: vec![options::credentials_group(), options::proxy_group()],
-    }
-}
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

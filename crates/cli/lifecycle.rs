@@ -6,7 +6,8 @@
 //! `aws:autoscaling:groupName`, else DescribeAutoScalingInstances; `--hook`, else every
 //! hook of the transition the instance waits in).
 
-use crate::{logging, options, report};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_aws::autoscaling::{self, AutoScaling, Completion};
 use cfn_aws::credentials::{self, Signer};

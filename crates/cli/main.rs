@@ -17,16 +17,12 @@ mod init;
 mod lifecycle;
 mod logging;
 mod manpages;
-mod options;
-mod optparse;
 mod plan;
 mod render;
 mod report;
-mod run_record;
 mod run_recorder;
 mod signal;
 mod status;
-mod terminal_text;
 mod validate;
 
 use std::process::ExitCode;
@@ -46,7 +42,7 @@ pub struct Tool {
     pub about: &'static str,
     pub main: fn(&str, &[String]) -> ExitCode,
     /// The tool's option table, which its `main` parses with; completions describe it.
-    pub parser: fn(&str) -> optparse::Parser,
+    pub parser: fn(&str) -> cfn_optparse::Parser,
 }
 
 impl Tool {
@@ -121,6 +117,16 @@ mod tests {
         assert_eq!(invoked_name("/opt/aws/bin/cfn-init"), "cfn-init");
         assert_eq!(invoked_name("cfn-signal.exe"), "cfn-signal");
         assert_eq!(invoked_name("./cfn-bootstrap"), "cfn-bootstrap");
+    }
+
+    #[test]
+    fn every_tool_parses_with_its_own_table() {
+        let tables: Vec<&str> = cfn_optparse::tables::TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(TOOLS.iter().map(|t| t.name).collect::<Vec<_>>(), tables);
+        for tool in TOOLS {
+            let table = cfn_optparse::tables::of(tool.name).unwrap();
+            assert_eq!(format!("{:?}", (tool.parser)(tool.name).options), format!("{:?}", table.options));
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! 2 something would, 1 an error — a usage error too, since 2 already means changes.
 
 use crate::init::{self, DownloadFetch, INIT_KEY};
-use crate::options;
+use cfn_optparse::options;
 use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
 use cfn_configsets::plan::{self, Options};

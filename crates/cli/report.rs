@@ -1,6 +1,6 @@
 //! How tools end: parse outcomes, error lines on stderr and exit codes (SPEC §2, §9.5).
 
-use crate::optparse::{Outcome, Parsed, Parser};
+use cfn_optparse::{Outcome, Parsed, Parser};
 use cfn_aws::CredentialError;
 use std::fmt::Display;
 use std::process::ExitCode;

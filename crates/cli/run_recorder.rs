@@ -1,11 +1,11 @@
-//! Keeps cfn-init's run record ([`crate::run_record`]) as the run goes. It listens to
+//! Keeps cfn-init's run record ([`cfn_configsets::run_record`]) as the run goes. It listens to
 //! the `tracing` events the run emits anyway: the engine's progress events (a config or
 //! a section starts, a config ends: `cfn_configsets::progress`), the command log's
 //! lines (the output of the command that failed) and ERROR lines (what a run that
 //! failed before its build said). So the record adds no log line and the engine knows
 //! nothing of it.
 
-use crate::run_record::{self, ConfigRun, Failure, Outcome, RunRecord, SectionRun, Source};
+use cfn_configsets::run_record::{self, ConfigRun, Failure, Outcome, RunRecord, SectionRun, Source};
 use cfn_configsets::progress;
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -3,8 +3,10 @@
 //! a CreationPolicy. The signalling itself is in the cfn-signal crate; this module reads
 //! the command line, picks the mode and words the outcome as the reference does.
 
-use crate::optparse::{Group, Kind, Opt, Parsed, Parser};
-use crate::{logging, options, report};
+pub use cfn_optparse::tables::signal as parser;
+use cfn_optparse::{Parsed, Parser};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_aws::http::HttpClient;
 use cfn_aws::retry::Policy;
@@ -14,60 +16,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tracing::Level;
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options] [WaitConditionHandle URL]",
-        options: vec![
-            Opt::value(
-                Some('s'),
-                "success",
-                "success",
-                "SUCCESS",
-                "If true, signal success to CloudFormation; if false, signal failure. Default: true",
-            )
-            .with_kind(Kind::Choice(&["true", "false"])),
-            Opt::value(Some('i'), "id", "id", "ID", "A unique ID to send with the signal"),
-            Opt::value(
-                Some('e'),
-                "exit-code",
-                "exit_code",
-                "EXIT_CODE",
-                "Derive success or failure from specified exit code",
-            )
-            .with_kind(Kind::Int),
-        ],
-        groups: vec![
-            options::credentials_group(),
-            options::proxy_group(),
-            Group {
-                title: "WaitConditionHandle Signal Options",
-                description: None,
-                options: vec![
-                    Opt::value(Some('r'), "reason", "reason", "REASON", "The reason for success/failure"),
-                    Opt::value(Some('d'), "data", "data", "DATA", "Data to include with the WaitCondition signal"),
-                ],
-            },
-            Group {
-                title: "Resource Signal Options",
-                description: None,
-                options: vec![
-                    Opt::value(None, "stack", "stack_name", "STACK_NAME", "A CloudFormation stack"),
-                    Opt::value(
-                        None,
-                        "resource",
-                        "logical_resource_id",
-                        "LOGICAL_RESOURCE_ID",
-                        "A CloudFormation logical resource ID",
-                    ),
-                    // SIG-01: `-u` as the 2.0 documentation shows it (1.4 had only --url).
-                    options::url(Some('u')),
-                    options::region(),
-                ],
-            },
-        ],
-    }
-}
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

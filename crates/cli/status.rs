@@ -1,5 +1,5 @@
 //! `cfn-bootstrap status`: what cfn-init's last run did (from its run records,
-//! [`crate::run_record`]) and what cfn-hup did lately (`cfn_hooks::activity`; its
+//! [`cfn_configsets::run_record`]) and what cfn-hup did lately (`cfn_hooks::activity`; its
 //! lifecycle hooks: [`lifecycle`]), as a summary, in full (`--long`: each config and section with how long it took, the
 //! failed command's output, the earlier runs, cfn-hup's hook runs) or as JSON; `--wait`
 //! waits for a running cfn-init to end.
@@ -11,8 +11,8 @@
 
 mod lifecycle;
 
-use crate::run_record::{self, Outcome, RunRecord, Source};
-use crate::terminal_text;
+use cfn_configsets::run_record::{self, Outcome, RunRecord, Source, State};
+use cfn_host::terminal_text;
 use cfn_hooks::activity::{self, Activity, FailingHook};
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use serde_json::json;
@@ -41,7 +41,7 @@ pub fn command() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Also each config and section with how long it took, the failed command's output, earlier runs and cfn-hup's hook runs"),
         )
-        .arg(crate::options::format_arg(&["text", "json"], "text, or json for tools (always everything)"))
+        .arg(cfn_optparse::options::format_arg(&["text", "json"], "text, or json for tools (always everything)"))
         .arg(
             Arg::new("wait")
                 .long("wait")
@@ -53,45 +53,6 @@ pub fn command() -> Command {
         )
 }
 
-/// The state of cfn-init, from its newest record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    NotRun,
-    Running,
-    Done,
-    Failed,
-    Interrupted,
-}
-
-impl State {
-    pub(crate) fn of(last: Option<&RunRecord>) -> State {
-        match last {
-            None => State::NotRun,
-            Some(r) if r.outcome == Outcome::Running && r.is_alive() => State::Running,
-            Some(r) if r.outcome == Outcome::Running => State::Interrupted,
-            Some(r) if r.outcome == Outcome::Ok => State::Done,
-            Some(_) => State::Failed,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            State::NotRun => "not run",
-            State::Running => "running",
-            State::Done => "done",
-            State::Failed => "failed",
-            State::Interrupted => "interrupted",
-        }
-    }
-
-    fn exit_code(self) -> u8 {
-        match self {
-            State::Done => 0,
-            State::Failed | State::Interrupted => 1,
-            State::Running | State::NotRun => 2,
-        }
-    }
-}
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let runs_dir = run_record::runs_dir();

@@ -11,9 +11,9 @@ mod shell;
 mod user_data;
 
 use crate::init::{self, ReadError};
-use crate::options;
+use cfn_optparse::options;
 use crate::render::{self, TEMPLATE};
-use crate::terminal_text;
+use cfn_host::terminal_text;
 use cfn_aws::Imds;
 use cfn_configsets::checks::{self, Checked, Finding, Platform, RULES, Requested, Severity, Skipped, Target};
 use cfn_configsets::document::InitDocument;

@@ -8,9 +8,10 @@
 //! neither a URL nor base64 is refused with the reference's "Invalid EventHandle URL"
 //! message instead of a decoding traceback.
 
-use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env};
-use crate::optparse::{Opt, Parser};
-use crate::{logging, options, report};
+pub use cfn_optparse::tables::send_event as parser;
+use super::{command_ids, option_or_env};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::http::{self, HttpClient};
 use cfn_aws::presigned;
 use cfn_aws::retry::Policy;
@@ -19,34 +20,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use tracing::Level;
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options] [Command Event Message]",
-        options: vec![
-            Opt::value(None, "event-handle", "event_handle", "EVENT_HANDLE", "Event Handle URL"),
-            Opt::value(
-                Some('e'),
-                "event-id",
-                "event_id",
-                "EVENT_ID",
-                "An id that uniquely identifies the event for this command and listener",
-            ),
-            Opt::value(
-                Some('t'),
-                "event-timestamp",
-                "event_timestamp",
-                "EVENT_TIMESTAMP",
-                "The time the event occurred, in ISO 8601 form",
-            ),
-            dispatcher_id(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-        ],
-        groups: vec![options::proxy_group()],
-    }
-}
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

@@ -2,9 +2,11 @@
 //! singleton command invocation. Exit 0 when it is `--listener-id`, 5 when another
 //! listener leads, 1 on any error. Nothing on stdout.
 
-use super::{command_name, invocation_id, listener_id, required};
-use crate::optparse::{Parsed, Parser};
-use crate::{logging, options, report};
+pub use cfn_optparse::tables::elect_leader as parser;
+use super::required;
+use cfn_optparse::{Parsed, Parser};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::Imds;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,22 +14,6 @@ use std::sync::Arc;
 /// The exit status when another listener is the leader.
 const NOT_LEADER: u8 = 5;
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options]",
-        options: vec![
-            options::stack(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-            options::url(Some('u')),
-            options::region(),
-            options::verbose(),
-        ],
-        groups: vec![options::credentials_group(), options::proxy_group()],
-    }
-}
 
 /// Stack, command, invocation and listener, in the reference's order of checking. Every
 /// id is required, the listener id too although instance-identity signing leaves it out

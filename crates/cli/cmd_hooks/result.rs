@@ -3,9 +3,10 @@
 //! temporary keys. Silent on success; `Error: Could not send command result: …` and
 //! exit 1 when the message could not be sent after the SQS retries (25 tries).
 
-use super::{command_ids, command_name, dispatcher_id, invocation_id, listener_id, option_or_env, required};
-use crate::optparse::{Kind, Opt, Parser};
-use crate::{logging, options, report};
+pub use cfn_optparse::tables::send_result as parser;
+use super::{command_ids, option_or_env, required};
+use crate::{logging, report};
+use cfn_optparse::options;
 use cfn_aws::Credentials;
 use cfn_aws::http::HttpClient;
 use cfn_aws::sqs::Sqs;
@@ -13,45 +14,6 @@ use cfn_hooks::command_result::CommandResult;
 use std::process::ExitCode;
 use tracing::Level;
 
-pub fn parser(prog: &str) -> Parser {
-    Parser {
-        prog: prog.to_string(),
-        usage: "%prog [options] [Command Result Data]",
-        options: vec![
-            options::access_key(),
-            options::secret_key(),
-            Opt::value(None, "token", "security_token", "SECURITY_TOKEN", "An AWS Session Token"),
-            Opt::value(
-                Some('q'),
-                "queue-url",
-                "queue_url",
-                "QUEUE_URL",
-                "SQS Queue URL for storing the command result",
-            ),
-            dispatcher_id(),
-            command_name(),
-            invocation_id(),
-            listener_id(),
-            Opt::value(
-                Some('s'),
-                "success",
-                "success",
-                "SUCCESS",
-                "If true, signal success; if false, signal failure. Default: true",
-            )
-            .with_kind(Kind::Choice(&["true", "false"])),
-            Opt::value(
-                Some('e'),
-                "exit-code",
-                "exit_code",
-                "EXIT_CODE",
-                "Derive success or failure from specified exit code. Note: This takes precedence over the success flag",
-            )
-            .with_kind(Kind::Int),
-        ],
-        groups: vec![options::proxy_group()],
-    }
-}
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

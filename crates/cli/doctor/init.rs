@@ -4,8 +4,7 @@
 
 use super::api::{self, Described};
 use super::{Check, Context, hup_config};
-use crate::run_record;
-use crate::status::State;
+use cfn_configsets::run_record::{self, State};
 use cfn_metadata::applied;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

@@ -15,7 +15,7 @@ use super::lifecycle;
 use super::lines::Lines;
 use super::shell::{self, Call, Word};
 use super::{Located, MAX_PER_PLACE};
-use crate::optparse::{Outcome, Parsed, Parser};
+use cfn_optparse::{Outcome, Parsed, Parser};
 use cfn_configsets::checks::{Finding, Platform, Severity, Target};
 use cfn_hooks::ini::Ini;
 use cfn_hooks::lifecycle::Trigger;

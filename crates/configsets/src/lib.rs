@@ -24,6 +24,7 @@ pub mod packages;
 pub mod parent_dir;
 pub mod plan;
 pub mod progress;
+pub mod run_record;
 pub mod services;
 pub mod sources;
 pub mod tool;

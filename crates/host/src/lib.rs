@@ -14,6 +14,7 @@ pub mod process_groups;
 pub mod process_identity;
 pub mod state_file;
 pub mod temp_files;
+pub mod terminal_text;
 pub mod users;
 
 pub use hostname::fqdn;

@@ -8,6 +8,9 @@
 //! clap cannot reproduce these error texts, prefix rules or the help layout, so the
 //! tools describe their options in a table here and get typed values back.
 
+pub mod options;
+pub mod tables;
+
 use cfn_python::repr::short_str_repr as py_repr;
 use std::collections::HashMap;
 use std::fmt::Write;

@@ -183,6 +183,47 @@ pub fn history(dir: &Path) -> std::io::Result<Vec<RunRecord>> {
         .collect())
 }
 
+/// The state of cfn-init, from its newest record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    NotRun,
+    Running,
+    Done,
+    Failed,
+    Interrupted,
+}
+
+impl State {
+    pub fn of(last: Option<&RunRecord>) -> State {
+        match last {
+            None => State::NotRun,
+            Some(r) if r.outcome == Outcome::Running && r.is_alive() => State::Running,
+            Some(r) if r.outcome == Outcome::Running => State::Interrupted,
+            Some(r) if r.outcome == Outcome::Ok => State::Done,
+            Some(_) => State::Failed,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::NotRun => "not run",
+            State::Running => "running",
+            State::Done => "done",
+            State::Failed => "failed",
+            State::Interrupted => "interrupted",
+        }
+    }
+
+    /// `cfn-bootstrap status`'s exit code for this state.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            State::Done => 0,
+            State::Failed | State::Interrupted => 1,
+            State::Running | State::NotRun => 2,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Option groups several tools share (CLI-COMMON-05..07), and their translation into
 //! the metadata crate's request options.
 
-use crate::optparse::{Group, Opt, Parsed};
+use crate::{Group, Opt, Parsed};
 use cfn_aws::{ApiOptions, CredentialOptions, ProxyOptions};
 use std::path::PathBuf;
 

@@ -21,12 +21,12 @@ fn config(ci_cases: u32) -> ProptestConfig {
 
 /// A tool's name.
 fn tool() -> impl Strategy<Value = &'static str> {
-    prop::sample::select(crate::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>())
+    prop::sample::select(crate::tables::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>())
 }
 
 /// The option table of the tool `name`.
 fn parser(name: &str) -> Parser {
-    (crate::TOOLS.iter().find(|t| t.name == name).expect("a tool").parser)(name)
+    crate::tables::of(name).expect("a tool")
 }
 
 /// Arguments made of the tools' option names, prefixes of them, values and noise.
