@@ -6,7 +6,8 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, doctor, lifecycle, manpages, plan, render, status, validate};
+use crate::{TOOLS, Tool, completions, lifecycle, manpages, plan, render, status, validate};
+use cfn_doctor as doctor;
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
 use std::io::Write;

@@ -10,7 +10,6 @@
 mod bootstrap;
 mod cmd_hooks;
 mod completions;
-mod doctor;
 mod get_metadata;
 mod hup;
 mod init;

@@ -15,8 +15,8 @@ pub fn checks(_: &Context) -> Vec<Check> {
     };
     let bin = cfn_host::paths::bin_dir();
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let (found, missing): (Vec<&crate::Tool>, Vec<&crate::Tool>) =
-        crate::TOOLS.iter().partition(|tool| find_on_path(tool.name, &path).is_some());
+    let (found, missing): (Vec<&cfn_optparse::tables::Table>, Vec<&cfn_optparse::tables::Table>) =
+        cfn_optparse::tables::TOOLS.iter().partition(|tool| find_on_path(tool.name, &path).is_some());
     for tool in found {
         checks.push(on_path(tool.name, &path, &me, &bin));
     }
@@ -37,7 +37,7 @@ pub fn checks(_: &Context) -> Vec<Check> {
     }
     if !bin.is_dir() {
         let links: Vec<String> =
-            crate::TOOLS.iter().map(|t| format!("ln -s {} {}", me.display(), bin.join(t.name).display())).collect();
+            cfn_optparse::tables::TOOLS.iter().map(|t| format!("ln -s {} {}", me.display(), bin.join(t.name).display())).collect();
         checks.push(Check::warning(
             "install.links",
             format!("{} does not exist: no tool is installed there", bin.display()),
@@ -45,8 +45,8 @@ pub fn checks(_: &Context) -> Vec<Check> {
         ));
         return checks;
     }
-    let (present, absent): (Vec<&crate::Tool>, Vec<&crate::Tool>) =
-        crate::TOOLS.iter().partition(|tool| std::fs::symlink_metadata(bin.join(tool.name)).is_ok());
+    let (present, absent): (Vec<&cfn_optparse::tables::Table>, Vec<&cfn_optparse::tables::Table>) =
+        cfn_optparse::tables::TOOLS.iter().partition(|tool| std::fs::symlink_metadata(bin.join(tool.name)).is_ok());
     for tool in present {
         checks.push(in_bin_dir(tool.name, &me, &bin));
     }
