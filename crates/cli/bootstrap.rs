@@ -6,7 +6,7 @@
 //! tool's own optparse-exact parser, so `cfn-bootstrap cfn-init --help` prints the
 //! reference's help and `cfn-bootstrap init -s x` is `cfn-init -s x`.
 
-use crate::{TOOLS, Tool, completions, lifecycle, manpages, plan, render, status, validate};
+use crate::{TOOLS, Tool, completions, init, lifecycle, manpages, plan, render, status};
 use cfn_doctor as doctor;
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use clap_complete::Shell;
@@ -98,7 +98,7 @@ fn with_tools(tools: impl Iterator<Item = Command>) -> Command {
         .subcommand(plan::command())
         .subcommand(render::command())
         .subcommand(status::command())
-        .subcommand(validate::command())
+        .subcommand(cfn_linter::command())
 }
 
 /// A tool's subcommand for parsing: everything after it is the tool's, `--help` included.
@@ -146,7 +146,7 @@ fn run(matches: &ArgMatches, argv: &[String]) -> ExitCode {
         Some(("help", sub)) => help(sub.get_one::<String>("command").map(String::as_str)),
         Some(("plan", sub)) => plan::run(sub),
         Some(("render", sub)) => render::run(sub),
-        Some(("validate", sub)) => validate::run(sub),
+        Some(("validate", sub)) => cfn_linter::run(sub, init::read_for_validate),
         Some((name, _)) => match TOOLS.iter().find(|t| t.name == name) {
             Some(tool) => (tool.main)(tool.name, tool_args(tool, argv)),
             None => ExitCode::from(2),

@@ -17,8 +17,8 @@ mod event;
 mod leader;
 mod result;
 
-use cfn_optparse::{Parsed, Parser};
 use crate::report;
+use cfn_optparse::{Parsed, Parser};
 use std::process::ExitCode;
 
 pub use event::main as send_event;
@@ -27,7 +27,6 @@ pub use leader::main as elect_leader;
 pub use leader::parser as elect_leader_parser;
 pub use result::main as send_result;
 pub use result::parser as send_result_parser;
-
 
 /// An id from its option, else from its environment variable; empty counts as absent.
 /// `Err` is the reference's `Error: You must specify <name>` with the help, exit 1.

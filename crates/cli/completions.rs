@@ -2,8 +2,8 @@
 //! tools' optparse-exact parsers use: each table becomes a `clap::Command` that is only
 //! ever used to describe the tool, never to parse its command line.
 
-use cfn_optparse::{self as optparse, Kind, Opt, Parser};
 use crate::{TOOLS, Tool, bootstrap};
+use cfn_optparse::{self as optparse, Kind, Opt, Parser};
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Command, ValueHint};
 use clap_complete::Shell;

@@ -1,15 +1,14 @@
 //! `cfn-get-metadata` (GETMD-01..05): prints a resource's metadata, or one value in it.
 
-pub use cfn_optparse::tables::get_metadata as parser;
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_metadata::{keypath, source};
+use cfn_optparse::options;
+pub use cfn_optparse::tables::get_metadata as parser;
 use cfn_python::json as pyjson;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

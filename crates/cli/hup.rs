@@ -21,7 +21,6 @@
 //! lifecycle heartbeats are at least apart (at least 1 s; a drain longer than a
 //! few-second heartbeat timeout). They are test aids only; production never sets them.
 
-pub use cfn_optparse::tables::hup as parser;
 use crate::{logging, report};
 use cfn_aws::Imds;
 use cfn_aws::credentials::CredentialError;
@@ -30,6 +29,7 @@ use cfn_hooks::listener;
 use cfn_hooks::service_loop::{self, ServiceError, Settings};
 use cfn_hooks::{HupConfig, config};
 use cfn_host::paths;
+pub use cfn_optparse::tables::hup as parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -39,7 +39,6 @@ pub const INTERVAL_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_INTERVAL_SECONDS";
 pub const RECEIVE_WAIT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_RECEIVE_WAIT_SECONDS";
 pub const ATTEMPT_TIMEOUT_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_ATTEMPT_TIMEOUT_SECONDS";
 pub const HEARTBEAT_FLOOR_OVERRIDE: &str = "CFN_BOOTSTRAP_HUP_HEARTBEAT_FLOOR_SECONDS";
-
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {

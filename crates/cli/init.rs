@@ -2,21 +2,21 @@
 //! keeps a private copy in `/var/lib/cfn-init/data/metadata.json`, and runs the
 //! requested configSets of its `AWS::CloudFormation::Init`.
 
-pub use cfn_optparse::tables::init as parser;
-use cfn_optparse::Parsed;
-use cfn_configsets::run_record::Source;
 use crate::run_recorder::Recorder;
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::auth::Authentication;
 use cfn_aws::download::Downloader;
 use cfn_aws::endpoint::Endpoints;
 use cfn_aws::http::HttpClient;
 use cfn_aws::{Imds, credentials};
+use cfn_configsets::run_record::Source;
 use cfn_configsets::{BuildError, Environment, Fetch, Fetched};
 use cfn_host::paths;
 use cfn_metadata::applied;
 use cfn_metadata::source::{self, MetadataSource};
+use cfn_optparse::Parsed;
+use cfn_optparse::options;
+pub use cfn_optparse::tables::init as parser;
 use cfn_python::json as pyjson;
 use serde_json::Value;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 pub(crate) const INIT_KEY: &str = "AWS::CloudFormation::Init";
 pub(crate) const AUTH_KEY: &str = "AWS::CloudFormation::Authentication";
-
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);
@@ -122,31 +121,7 @@ fn recorded_source(source: &MetadataSource, api: &cfn_aws::ApiOptions) -> Source
 }
 
 fn metadata_source(parsed: &Parsed) -> Result<MetadataSource, &'static str> {
-    choose_source(&parsed.positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
-}
-
-/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
-pub(crate) fn choose_source(
-    positionals: &[String],
-    stack: Option<String>,
-    resource: Option<String>,
-) -> Result<MetadataSource, &'static str> {
-    let positionals: Vec<&String> = positionals.iter().filter(|p| !p.is_empty()).collect();
-    let stack = stack.filter(|s| !s.is_empty());
-    let resource = resource.filter(|s| !s.is_empty());
-    if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
-        return Err("You cannot specify more than one input source for metadata");
-    }
-    if let Some(file) = positionals.first() {
-        return Ok(if *file == "-" { MetadataSource::Stdin } else { MetadataSource::File(file.into()) });
-    }
-    match (stack, resource) {
-        (Some(stack), Some(logical_id)) => Ok(MetadataSource::Stack { stack, logical_id }),
-        (None, None) => {
-            Err("You must specify an input source for metadata: a stack name and logical resource id, or a file")
-        }
-        _ => Err("You must specify both a stack name and logical resource id"),
-    }
+    source::choose(&parsed.positionals, parsed.text("stack_name"), parsed.text("logical_resource_id"))
 }
 
 /// Why metadata could not be read.
@@ -173,6 +148,18 @@ pub(crate) fn fetch_metadata(
         }
     };
     source::fetch_with_text(source, client.as_ref()).map_err(ReadError::Source)
+}
+
+/// Metadata for `validate`, read as cfn-init reads it: JSON it cannot parse is a finding
+/// there, any other error is printed as cfn-init prints it.
+pub(crate) fn read_for_validate(source: &MetadataSource, api: &cfn_aws::ApiOptions) -> cfn_linter::Read {
+    match fetch_metadata(source, api, &Arc::new(Imds::from_env())) {
+        Ok(fetched) => cfn_linter::Read::Metadata(fetched),
+        Err(ReadError::Source(source::SourceError::Json { reason, line, column, .. })) => {
+            cfn_linter::Read::NotJson { reason, line, column }
+        }
+        Err(other) => cfn_linter::Read::Failed(report_read_error(other)),
+    }
 }
 
 /// A read error on stderr, worded as cfn-init words it, and its exit code.

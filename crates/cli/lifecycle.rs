@@ -7,12 +7,12 @@
 //! hook of the transition the instance waits in).
 
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_aws::autoscaling::{self, AutoScaling, Completion};
 use cfn_aws::credentials::{self, Signer};
 use cfn_aws::http::HttpClient;
 use cfn_hooks::lifecycle::discover;
+use cfn_optparse::options;
 use clap::{Arg, ArgGroup, ArgMatches, Command, value_parser};
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -22,7 +22,6 @@ mod report;
 mod run_recorder;
 mod signal;
 mod status;
-mod validate;
 
 use std::process::ExitCode;
 

@@ -5,11 +5,11 @@
 //! 2 something would, 1 an error — a usage error too, since 2 already means changes.
 
 use crate::init::{self, DownloadFetch, INIT_KEY};
-use cfn_optparse::options;
-use crate::render::{self, TEMPLATE};
 use cfn_aws::Imds;
 use cfn_configsets::plan::{self, Options};
 use cfn_configsets::{BuildError, Environment};
+use cfn_linter::template_input::{self as render, TEMPLATE};
+use cfn_optparse::options;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use serde_json::Value;
 use std::io::Write;
@@ -66,7 +66,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         },
         None => {
             let file: Vec<String> = text("file").into_iter().collect();
-            let source = match init::choose_source(&file, text("stack_name"), text("logical_resource_id")) {
+            let source = match cfn_metadata::source::choose(&file, text("stack_name"), text("logical_resource_id")) {
                 Ok(source) => source,
                 Err(message) => return error(message),
             };

@@ -1,7 +1,7 @@
 //! How tools end: parse outcomes, error lines on stderr and exit codes (SPEC §2, §9.5).
 
-use cfn_optparse::{Outcome, Parsed, Parser};
 use cfn_aws::CredentialError;
+use cfn_optparse::{Outcome, Parsed, Parser};
 use std::fmt::Display;
 use std::process::ExitCode;
 use tracing::Level;

@@ -5,8 +5,8 @@
 //! failed before its build said). So the record adds no log line and the engine knows
 //! nothing of it.
 
-use cfn_configsets::run_record::{self, ConfigRun, Failure, Outcome, RunRecord, SectionRun, Source};
 use cfn_configsets::progress;
+use cfn_configsets::run_record::{self, ConfigRun, Failure, Outcome, RunRecord, SectionRun, Source};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};

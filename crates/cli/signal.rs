@@ -3,19 +3,18 @@
 //! a CreationPolicy. The signalling itself is in the cfn-signal crate; this module reads
 //! the command line, picks the mode and words the outcome as the reference does.
 
-pub use cfn_optparse::tables::signal as parser;
-use cfn_optparse::{Parsed, Parser};
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::Imds;
 use cfn_aws::http::HttpClient;
 use cfn_aws::retry::Policy;
+use cfn_optparse::options;
+pub use cfn_optparse::tables::signal as parser;
+use cfn_optparse::{Parsed, Parser};
 use cfn_signal::{Status, WaitConditionSignal};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tracing::Level;
-
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

@@ -12,8 +12,8 @@
 mod lifecycle;
 
 use cfn_configsets::run_record::{self, Outcome, RunRecord, Source, State};
-use cfn_host::terminal_text;
 use cfn_hooks::activity::{self, Activity, FailingHook};
+use cfn_host::terminal_text;
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -52,7 +52,6 @@ pub fn command() -> Command {
                 .help("Wait for a running cfn-init to end (at most SECONDS; exit 2 if it still runs)"),
         )
 }
-
 
 pub fn run(matches: &ArgMatches) -> ExitCode {
     let runs_dir = run_record::runs_dir();

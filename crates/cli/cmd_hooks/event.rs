@@ -8,18 +8,17 @@
 //! neither a URL nor base64 is refused with the reference's "Invalid EventHandle URL"
 //! message instead of a decoding traceback.
 
-pub use cfn_optparse::tables::send_event as parser;
 use super::{command_ids, option_or_env};
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::http::{self, HttpClient};
 use cfn_aws::presigned;
 use cfn_aws::retry::Policy;
 use cfn_hooks::command_result::{self as command, CommandEvent};
+use cfn_optparse::options;
+pub use cfn_optparse::tables::send_event as parser;
 use std::io::Write;
 use std::process::ExitCode;
 use tracing::Level;
-
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

@@ -2,18 +2,17 @@
 //! singleton command invocation. Exit 0 when it is `--listener-id`, 5 when another
 //! listener leads, 1 on any error. Nothing on stdout.
 
-pub use cfn_optparse::tables::elect_leader as parser;
 use super::required;
-use cfn_optparse::{Parsed, Parser};
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::Imds;
+use cfn_optparse::options;
+pub use cfn_optparse::tables::elect_leader as parser;
+use cfn_optparse::{Parsed, Parser};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// The exit status when another listener is the leader.
 const NOT_LEADER: u8 = 5;
-
 
 /// Stack, command, invocation and listener, in the reference's order of checking. Every
 /// id is required, the listener id too although instance-identity signing leaves it out

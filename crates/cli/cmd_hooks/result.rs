@@ -3,17 +3,16 @@
 //! temporary keys. Silent on success; `Error: Could not send command result: …` and
 //! exit 1 when the message could not be sent after the SQS retries (25 tries).
 
-pub use cfn_optparse::tables::send_result as parser;
 use super::{command_ids, option_or_env, required};
 use crate::{logging, report};
-use cfn_optparse::options;
 use cfn_aws::Credentials;
 use cfn_aws::http::HttpClient;
 use cfn_aws::sqs::Sqs;
 use cfn_hooks::command_result::CommandResult;
+use cfn_optparse::options;
+pub use cfn_optparse::tables::send_result as parser;
 use std::process::ExitCode;
 use tracing::Level;
-
 
 pub fn main(prog: &str, args: &[String]) -> ExitCode {
     let parser = parser(prog);

@@ -7,7 +7,6 @@
 //! binary prints as `Error occurred during build: <text>`.
 
 pub mod changes;
-pub mod checks;
 pub mod cmd_log;
 pub mod commands;
 pub mod configsets;

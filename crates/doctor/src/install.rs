@@ -36,8 +36,10 @@ pub fn checks(_: &Context) -> Vec<Check> {
         }
     }
     if !bin.is_dir() {
-        let links: Vec<String> =
-            cfn_optparse::tables::TOOLS.iter().map(|t| format!("ln -s {} {}", me.display(), bin.join(t.name).display())).collect();
+        let links: Vec<String> = cfn_optparse::tables::TOOLS
+            .iter()
+            .map(|t| format!("ln -s {} {}", me.display(), bin.join(t.name).display()))
+            .collect();
         checks.push(Check::warning(
             "install.links",
             format!("{} does not exist: no tool is installed there", bin.display()),

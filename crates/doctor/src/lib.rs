@@ -26,8 +26,8 @@ mod setup;
 
 pub use check::{Check, Verdict};
 
-use cfn_optparse::options;
 use cfn_aws::{ApiOptions, Imds};
+use cfn_optparse::options;
 use clap::{Arg, ArgMatches, Command, ValueHint};
 use std::io::Write;
 use std::path::PathBuf;

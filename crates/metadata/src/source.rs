@@ -35,6 +35,30 @@ pub struct Fetched {
     pub text: Option<String>,
 }
 
+/// Exactly one source: a stack resource, a file, or `-` for stdin (INIT-CLI-02).
+pub fn choose(
+    positionals: &[String],
+    stack: Option<String>,
+    resource: Option<String>,
+) -> Result<MetadataSource, &'static str> {
+    let positionals: Vec<&String> = positionals.iter().filter(|p| !p.is_empty()).collect();
+    let stack = stack.filter(|s| !s.is_empty());
+    let resource = resource.filter(|s| !s.is_empty());
+    if positionals.len() > 1 || (!positionals.is_empty() && (stack.is_some() || resource.is_some())) {
+        return Err("You cannot specify more than one input source for metadata");
+    }
+    if let Some(file) = positionals.first() {
+        return Ok(if *file == "-" { MetadataSource::Stdin } else { MetadataSource::File(file.into()) });
+    }
+    match (stack, resource) {
+        (Some(stack), Some(logical_id)) => Ok(MetadataSource::Stack { stack, logical_id }),
+        (None, None) => {
+            Err("You must specify an input source for metadata: a stack name and logical resource id, or a file")
+        }
+        _ => Err("You must specify both a stack name and logical resource id"),
+    }
+}
+
 /// Fetches the metadata from `source`. `cloudformation` is needed only for a stack.
 pub fn fetch(source: &MetadataSource, cloudformation: Option<&CloudFormation>) -> Result<Value, SourceError> {
     fetch_with_text(source, cloudformation).map(|fetched| fetched.value)

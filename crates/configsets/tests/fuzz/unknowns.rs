@@ -17,8 +17,8 @@
 //! answered on their own, which correlated ones could make inconsistent).
 
 use crate::config;
-use cfn_configsets::checks::{self, Requested};
 use cfn_configsets::document::InitDocument;
+use cfn_linter::init_checks::{self as checks, Requested};
 use cfn_template::{Inputs, Template};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

@@ -4,9 +4,9 @@
 
 use crate::metadata_model::config_value;
 use crate::{config, json, word};
-use cfn_configsets::checks;
 use cfn_configsets::document::{AUTH_KEY, INIT_KEY, InitDocument};
 use cfn_configsets::locations::{SourceMap, pointer_step};
+use cfn_linter::init_checks as checks;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

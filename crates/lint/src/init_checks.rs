@@ -10,12 +10,14 @@
 //! checked (`s3://${Bucket}/key` is an s3 URL whatever the bucket). An unknown never
 //! produces a finding that some value could not produce.
 
-use crate::configsets::ConfigSets;
-use crate::document::{CommandEntry, InitDocument, Item, ManagerPackages, SERVICE_MANAGERS, Section, Sections};
-use crate::locations::pointer_step;
-use crate::model::{Content, FileSpec, ModelError};
-use crate::tool::refuse_option_like;
 use cfn_aws::auth::{AuthBlock, Authentication};
+use cfn_configsets::configsets::ConfigSets;
+use cfn_configsets::document::{
+    CommandEntry, InitDocument, Item, ManagerPackages, SERVICE_MANAGERS, Section, Sections,
+};
+use cfn_configsets::locations::pointer_step;
+use cfn_configsets::model::{Content, FileSpec, ModelError};
+use cfn_configsets::tool::refuse_option_like;
 use cfn_template::unknown;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -92,7 +94,7 @@ impl Requested {
     /// From `-c`: the names it lists, or every configSet when it is absent or blank.
     pub fn from_option(option: Option<&str>) -> Requested {
         match option.map(str::trim).filter(|o| !o.is_empty()) {
-            Some(list) => Requested::Given(crate::configsets::requested(Some(list))),
+            Some(list) => Requested::Given(cfn_configsets::configsets::requested(Some(list))),
             None => Requested::Every { told: false },
         }
     }
@@ -442,7 +444,7 @@ fn entry_errors<T>(checker: &mut Checker<'_>, section: &Section<T>) {
         Ok(items) => {
             for item in items {
                 if let Err(error @ ModelError(message)) = &item.spec {
-                    if crate::model::is_missing_command(error) {
+                    if cfn_configsets::model::is_missing_command(error) {
                         let finding = checker.error("E040", &item.pointer, message.clone());
                         with_help(finding, "add \"command\": a string for the shell, or a list of arguments");
                     } else {
@@ -499,7 +501,7 @@ fn check_packages(checker: &mut Checker<'_>, section: &Section<ManagerPackages>)
             Ok(ManagerPackages::Named(packages)) => {
                 for package in packages {
                     let pointer = format!("{}/{}", manager.pointer, pointer_step(&package.name));
-                    if let Err(message) = crate::packages::check_package(&manager.key, package) {
+                    if let Err(message) = cfn_configsets::packages::check_package(&manager.key, package) {
                         checker.push(Severity::Error, "E051", &pointer, Target::Key, message);
                     }
                 }
@@ -525,7 +527,7 @@ fn check_packages(checker: &mut Checker<'_>, section: &Section<ManagerPackages>)
     }
 }
 
-fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<crate::document::ServiceSpec>>>) {
+fn check_services(checker: &mut Checker<'_>, section: &Section<Vec<Item<cfn_configsets::document::ServiceSpec>>>) {
     entry_errors(checker, section);
     for manager in section.entries() {
         let Ok(services) = &manager.spec else { continue };
@@ -623,13 +625,13 @@ fn check_file(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
             return check_source(checker, pointer, spec);
         }
         if spec.base64 {
-            if crate::files::decode_base64(text).is_err() {
+            if cfn_configsets::files::decode_base64(text).is_err() {
                 let pointer = format!("{pointer}/content");
                 let finding = checker.error("E034", &pointer, format!("Malformed base64: {text}"));
                 with_help(finding, "check the padding and length, or remove \"encoding\"");
             }
         } else if let Some(context) = &spec.context
-            && let Err(e) = crate::mustache::render(text, context)
+            && let Err(e) = cfn_configsets::mustache::render(text, context)
             && !e.is_limit()
         {
             let message = format!("Failed to render content as a Mustache template: {e}");
@@ -650,7 +652,7 @@ fn check_source(checker: &mut Checker<'_>, pointer: &str, spec: &FileSpec) {
 
 /// A `sources` location: a URL cfn-init downloads, or a local archive.
 fn check_source_location(checker: &mut Checker<'_>, pointer: &str, location: &str) {
-    if crate::sources::is_remote(location) || location.contains("://") {
+    if cfn_configsets::sources::is_remote(location) || location.contains("://") {
         check_url(checker, pointer, location, true);
     }
 }
@@ -710,7 +712,8 @@ fn check_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, so
 /// (W009, typically `S3auth` for `S3Auth`); with none, the file is fetched without
 /// credentials (E036: the object the name was for is private).
 fn unknown_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, source: &str) {
-    let blocks = Authentication::parse(checker.metadata.get(crate::document::AUTH_KEY).unwrap_or(&Value::Null));
+    let blocks =
+        Authentication::parse(checker.metadata.get(cfn_configsets::document::AUTH_KEY).unwrap_or(&Value::Null));
     let s3 = cfn_aws::s3url::parse(source, &cfn_aws::endpoint::Endpoints::builtin());
     let message = format!("authentication {name} is not defined in AWS::CloudFormation::Authentication");
     if let Some(fallback) = blocks.select(source, s3.as_ref(), None, "") {
@@ -737,7 +740,7 @@ fn unknown_authentication(checker: &mut Checker<'_>, pointer: &str, name: &str, 
 /// which checking gives a NoEcho parameter instead of its Default
 /// ([`cfn_template::Template::no_echo_parameters`]); one finding per parameter and entry.
 pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
-    let Some(init) = metadata.get(crate::document::INIT_KEY) else { return Vec::new() };
+    let Some(init) = metadata.get(cfn_configsets::document::INIT_KEY) else { return Vec::new() };
     if secrets.is_empty() {
         return Vec::new();
     }
@@ -748,7 +751,8 @@ pub fn secrets_in_init(metadata: &Value, secrets: &[&str]) -> Vec<Finding> {
     let mut reported: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Each value with its pointer and the first path components below Init (config,
     // section, entry, one more): what names the entry; deeper ones are not kept.
-    let mut pending = vec![(format!("/{}", pointer_step(crate::document::INIT_KEY)), Vec::<String>::new(), init)];
+    let mut pending =
+        vec![(format!("/{}", pointer_step(cfn_configsets::document::INIT_KEY)), Vec::<String>::new(), init)];
     while let Some((pointer, path, value)) = pending.pop() {
         let below = |step: String| {
             let mut path = path.clone();
@@ -858,7 +862,7 @@ fn check_command(checker: &mut Checker<'_>, command: &Item<CommandEntry>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::INIT_KEY;
+    use cfn_configsets::document::INIT_KEY;
     use serde_json::json;
 
     fn findings(init: Value) -> Vec<(&'static str, String, String)> {

@@ -4,29 +4,48 @@
 //! `FILE:LINE:COL: error[CODE]: message`, the line with a caret, and a help line; or as
 //! JSON or SARIF 2.1.0. Nothing is run. Exit 0 without errors, 1 with errors (or when the
 //! metadata could not be read), 2 for a usage error.
+//!
+//! The rules, by where they look: `init_checks` (the Init itself, and the catalogue of
+//! every code), `user_data` with `shell` (the tools' calls in user data and hook
+//! actions), `lifecycle` (cfn-hup's lifecycle hooks against the template's Auto Scaling
+//! hooks). `template_input` reads a template and its values from the command line.
 
+pub mod init_checks;
 mod lifecycle;
 mod lines;
 mod shell;
+pub mod template_input;
 mod user_data;
 
-use crate::init::{self, ReadError};
-use cfn_optparse::options;
-use crate::render::{self, TEMPLATE};
-use cfn_host::terminal_text;
-use cfn_aws::Imds;
-use cfn_configsets::checks::{self, Checked, Finding, Platform, RULES, Requested, Severity, Skipped, Target};
+use cfn_aws::ApiOptions;
 use cfn_configsets::document::InitDocument;
 use cfn_configsets::locations::{Position, SourceMap};
-use cfn_metadata::source::{MetadataSource, SourceError};
+use cfn_host::terminal_text;
+use cfn_metadata::source::{self, Fetched, MetadataSource};
+use cfn_optparse::options;
 use cfn_template::{Template, unknown};
 use clap::{Arg, ArgAction, ArgMatches, Command, ValueHint};
+use init_checks::{Checked, Finding, Platform, RULES, Requested, Severity, Skipped, Target};
 use lines::Lines;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
+use template_input::{self as render, TEMPLATE};
+
+/// What reading metadata as cfn-init reads it (a file, `-`, or a stack resource) gave:
+/// the front door reads it with cfn-init's own code and credential checks.
+pub enum Read {
+    Metadata(Fetched),
+    /// The text is not JSON: why, and where (1-based).
+    NotJson {
+        reason: String,
+        line: usize,
+        column: usize,
+    },
+    /// cfn-init's own error, already printed as cfn-init prints it: its exit code.
+    Failed(ExitCode),
+}
 
 /// Options whose id is their optparse `dest`, so `options::api_options_from` reads them
 /// as it reads cfn-init's.
@@ -93,13 +112,14 @@ pub struct Input {
     pub resources: Option<usize>,
 }
 
-pub fn run(matches: &ArgMatches) -> ExitCode {
+/// Runs `validate`; `read` reads a file's or a stack resource's metadata as cfn-init does.
+pub fn run(matches: &ArgMatches, read: impl FnOnce(&MetadataSource, &ApiOptions) -> Read) -> ExitCode {
     let text = |id: &str| matches.get_one::<String>(id).cloned();
     if let Some(paths) = matches.get_many::<String>(TEMPLATE) {
         return validate_templates(matches, &paths.map(String::as_str).collect::<Vec<_>>());
     }
     let positionals: Vec<String> = text("file").into_iter().collect();
-    let source = match init::choose_source(&positionals, text("stack_name"), text("logical_resource_id")) {
+    let source = match source::choose(&positionals, text("stack_name"), text("logical_resource_id")) {
         Ok(source) => source,
         Err(message) => {
             complain(message);
@@ -116,8 +136,8 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
         MetadataSource::Stdin => "<stdin>".to_string(),
     };
     let api = options::api_options_from(text);
-    let findings = match init::fetch_metadata(&source, &api, &Arc::new(Imds::from_env())) {
-        Ok(fetched) => {
+    let findings = match read(&source, &api) {
+        Read::Metadata(fetched) => {
             let requested = Requested::from_option(text("configsets").as_deref());
             let input = Input {
                 name,
@@ -132,7 +152,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
             verbose(matches, &checked.skipped);
             return report(&input, &checked.findings, format(matches));
         }
-        Err(ReadError::Source(SourceError::Json { reason, line, column, .. })) => {
+        Read::NotJson { reason, line, column } => {
             // Shown against the file's text when it can be read again (not standard input).
             let text = match &source {
                 MetadataSource::File(path) => std::fs::read_to_string(path).ok(),
@@ -149,7 +169,7 @@ pub fn run(matches: &ArgMatches) -> ExitCode {
             };
             (input, vec![(finding, Some((line.max(1), column.max(1))))])
         }
-        Err(other) => return init::report_read_error(other),
+        Read::Failed(code) => return code,
     };
     let (input, findings) = findings;
     print(&input, &findings, format(matches))
@@ -226,7 +246,7 @@ fn check_init(metadata: &Value, requested: &Requested, platform: Option<Platform
     match InitDocument::parse(metadata) {
         Ok(document) => {
             let platform = platform.unwrap_or_else(|| Platform::of(&document));
-            checks::check_on(metadata, &document, requested, platform)
+            init_checks::check_on(metadata, &document, requested, platform)
         }
         Err(e) => only(Finding {
             severity: Severity::Error,
@@ -325,7 +345,7 @@ fn validate_template(matches: &ArgMatches, path: &str) -> Result<(Input, Vec<Loc
         // several is reported once.
         for metadata in &checked.variants {
             let Checked { findings: mut found, skipped: skips } = check_init(metadata, &requested, platform);
-            found.extend(checks::secrets_in_init(metadata, &no_echo));
+            found.extend(init_checks::secrets_in_init(metadata, &no_echo));
             for finding in found {
                 let finding = Finding { pointer: format!("{within}{}", finding.pointer), ..finding };
                 if seen.insert(finding.clone()) {

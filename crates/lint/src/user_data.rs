@@ -15,11 +15,11 @@ use super::lifecycle;
 use super::lines::Lines;
 use super::shell::{self, Call, Word};
 use super::{Located, MAX_PER_PLACE};
-use cfn_optparse::{Outcome, Parsed, Parser};
-use cfn_configsets::checks::{Finding, Platform, Severity, Target};
+use crate::init_checks::{Finding, Platform, Severity, Target};
 use cfn_hooks::ini::Ini;
 use cfn_hooks::lifecycle::Trigger;
 use cfn_hooks::path::{HookPath, Target as HookTarget};
+use cfn_optparse::{Outcome, Parsed, Parser};
 use cfn_template::Template;
 use cfn_template::user_data::{self, Text, escape};
 use serde_json::{Map, Value, json};
@@ -274,9 +274,9 @@ impl Checker<'_> {
 
     fn call(&mut self, call: &Call, text: &Text, pointer: &str, within: &str) {
         let parser: Parser = match call.tool {
-            "cfn-init" => crate::init::parser("cfn-init"),
-            "cfn-signal" => crate::signal::parser("cfn-signal"),
-            _ => crate::hup::parser("cfn-hup"),
+            "cfn-init" => cfn_optparse::tables::init("cfn-init"),
+            "cfn-signal" => cfn_optparse::tables::signal("cfn-signal"),
+            _ => cfn_optparse::tables::hup("cfn-hup"),
         };
         // `-e $?` is always a number: the exit status of the command before.
         let arguments: Vec<String> =
