@@ -42,12 +42,7 @@ const TARGETS: &[Target] = &[
     Target { name: "ini", package: "cfn-hooks", binary: &["--test", "fuzz"], filter: "ini::" },
     Target { name: "mustache", package: "cfn-configsets", binary: &["--lib"], filter: "mustache::fuzz::" },
     Target { name: "urls", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "urls::" },
-    Target {
-        name: "optparse",
-        package: "cfn-bootstrap",
-        binary: &["--bin", "cfn-bootstrap"],
-        filter: "optparse::fuzz::",
-    },
+    Target { name: "optparse", package: "cfn-optparse", binary: &["--lib"], filter: "fuzz::" },
     Target { name: "credential-file", package: "cfn-aws", binary: &["--test", "fuzz"], filter: "credential_file::" },
     Target { name: "archives", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "archives::" },
     Target { name: "validation", package: "cfn-configsets", binary: &["--test", "fuzz"], filter: "validation::" },
