@@ -9,6 +9,8 @@
 //! Linear in the script's length for each level of `$(...)`, and that nesting is bounded
 //! by [`MAX_NESTING`]; anything not understood ends a word or a command, never a panic.
 
+use std::collections::HashMap;
+
 /// How deep `$(...)` inside `$(...)` is read; deeper ones stay text only.
 pub const MAX_NESTING: usize = 8;
 
@@ -309,12 +311,7 @@ fn is_prefix(word: &str) -> bool {
         "if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "-", "sudo", "exec", "time", "nohup",
         "env", "command",
     ];
-    let assignment = word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            && !name.as_bytes()[0].is_ascii_digit()
-    });
-    assignment || PREFIXES.contains(&word)
+    assignment(word).is_some() || PREFIXES.contains(&word)
 }
 
 /// A call of one of the helper scripts: which (`cfn-init`, …), where its command word
@@ -334,17 +331,50 @@ const TOOLS: &[&str] = &["cfn-init", "cfn-signal", "cfn-hup"];
 /// any directory before it (`/opt/aws/bin/cfn-init`), and the Windows tools' names
 /// (`cfn-init.exe`, `C:\\…\\cfn-init.exe`: a Windows script's backslashes are not the
 /// shell's escapes, so only how the word ends is looked at).
+///
+/// A command word that is a variable (`$cfninit`, `${CFN_INIT}`) is the tool the script
+/// last assigned to it (`cfninit=/opt/aws/bin/cfn-init`), as scripts choose the path per
+/// distribution; an assignment of anything else forgets it.
 pub fn calls(script: &str) -> Vec<Call> {
+    let mut variables: HashMap<String, (&'static str, bool)> = HashMap::new();
     commands(script)
         .into_iter()
         .filter_map(|command| {
-            let mut words = command.into_iter().skip_while(|w| is_prefix(&w.text));
+            let mut words = command.into_iter().peekable();
+            while let Some(word) = words.next_if(|w| is_prefix(&w.text)) {
+                if let Some((name, value)) = assignment(&word.text) {
+                    match tool_of(value) {
+                        Some(tool) => variables.insert(name.to_string(), tool),
+                        None => variables.remove(name),
+                    };
+                }
+            }
             let first = words.next()?;
-            let (tool, windows) = tool_of(&first.text)?;
+            let (tool, windows) = tool_of(&first.text).or_else(|| variables.get(variable(&first.text)?).copied())?;
             // `sudo -u root cfn-init` was skipped up to `-u`: options of sudo are not read.
             Some(Call { tool, at: first.start, arguments: words.collect(), windows })
         })
         .collect()
+}
+
+/// `NAME=value`, split.
+fn assignment(word: &str) -> Option<(&str, &str)> {
+    let (name, value) = word.split_once('=')?;
+    is_name(name).then_some((name, value))
+}
+
+/// The variable a word expands whole: `$name` or `${name}`.
+fn variable(word: &str) -> Option<&str> {
+    let rest = word.strip_prefix('$')?;
+    let name = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(rest);
+    is_name(name).then_some(name)
+}
+
+/// A shell variable's name: letters, digits and `_`, not starting with a digit.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit()
 }
 
 /// Which helper a command word calls, and whether as the Windows one.
@@ -369,6 +399,16 @@ mod tests {
 
     fn texts(script: &str) -> Vec<Vec<String>> {
         commands(script).into_iter().map(|c| c.into_iter().map(|w| w.text).collect()).collect()
+    }
+
+    #[test]
+    fn a_variable_holding_a_tools_path_calls_that_tool() {
+        let script = "if [ -x /usr/local/bin/cfn-init ]; then\n  cfninit=/usr/local/bin/cfn-init\nelse\n  cfninit=/opt/aws/bin/cfn-init\nfi\n$cfninit -s S -r R -c OnCreate || exit 1\n${cfninit} -v\n";
+        let found = calls(script);
+        assert_eq!(found.iter().map(|c| c.tool).collect::<Vec<_>>(), ["cfn-init", "cfn-init"]);
+        assert_eq!(found[0].arguments.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["-s", "S", "-r", "R", "-c", "OnCreate"]);
+        // Assigned something else since: not the tool any more; never assigned: nothing.
+        assert!(calls("x=/opt/aws/bin/cfn-init\nx=/bin/true\n$x -c a\n$y -c b\n").is_empty());
     }
 
     #[test]
