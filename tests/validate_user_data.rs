@@ -221,6 +221,32 @@ fn stack_and_region_that_are_not_this_stacks_are_warned_about() {
     run.code(0);
 }
 
+/// HUP-CONF-01/03 through cfn-hup's own reader: a cfn-hup.conf cfn-hup refuses to start
+/// with (no `stack` in `[main]`, as when the lines were joined with spaces; an interval
+/// it refuses) is an error at the file; one whose text a parameter writes is not judged.
+#[test]
+fn a_cfn_hup_conf_cfn_hup_refuses_is_an_error() {
+    let sample = sample("RHEL9_cfn-hup.yaml");
+    let joined = edit(&sample, "[main]", "[main]\n                stack=", "[main] stack=");
+    let no_interval =
+        edit(&sample, "[main]", "region=${AWS::Region}", "region=${AWS::Region}\n                interval=0");
+    for (text, message) in [
+        (&joined, "cfn-hup refuses /etc/cfn/cfn-hup.conf: [main] section must contain stack option"),
+        (&no_interval, "cfn-hup refuses /etc/cfn/cfn-hup.conf: Invalid interval (must be 1 minute or greater): 0"),
+    ] {
+        let (run, json) = validate("RHEL9_cfn-hup.yaml", text);
+        let found = errors(&json);
+        assert_eq!(found.len(), 1, "{run}");
+        let (line, _) = place_of(text, "/etc/cfn/cfn-hup.conf:", "[main]");
+        assert_eq!((found[0].0.as_str(), found[0].1, found[0].3.as_str()), ("E066", line, message), "{run}");
+        run.code(1);
+    }
+    // A parameter's value could be the stack line itself: nothing is claimed.
+    let unknown = edit(&sample, "[main]", "stack=${AWS::StackId}", "${KeyName}");
+    let (run, json) = validate("RHEL9_cfn-hup.yaml", &unknown);
+    assert!(errors(&json).is_empty(), "{run}");
+}
+
 #[test]
 fn several_templates_in_one_run() {
     let sandbox = Sandbox::with_bootstrap();

@@ -79,6 +79,15 @@ pub struct MainConfig {
 }
 
 impl MainConfig {
+    /// Every value only the service modes check (interval, max-backoff,
+    /// lifecycle-interval, umask): any one refused stops the daemon at start-up.
+    pub fn service_values(&self) -> Result<(), ConfigError> {
+        self.interval_minutes()?;
+        self.max_backoff_minutes()?;
+        self.lifecycle_interval()?;
+        self.umask().map(|_| ())
+    }
+
     /// The polling interval in minutes (default 15, at least 1). Only daemon and
     /// foreground modes use it, so only they validate it.
     pub fn interval_minutes(&self) -> Result<u64, ConfigError> {
@@ -298,6 +307,13 @@ pub fn load_main(dir: &Path) -> Result<MainConfig, ConfigError> {
     }
     let mut ini = Ini::new();
     ini.read_file(&file).map_err(|source| ConfigError::Read { path: file.display().to_string(), source })??;
+    main_of(&ini, file)
+}
+
+/// The `[main]` settings of a cfn-hup.conf already read (`file` names it in errors): what
+/// cfn-hup itself refuses at start-up, which `validate` reports for a cfn-hup.conf an Init
+/// writes.
+pub fn main_of(ini: &Ini, file: PathBuf) -> Result<MainConfig, ConfigError> {
     let get = |key: &str| -> Result<Option<String>, ConfigError> { Ok(ini.get("main", key)?) };
     let nonempty = |key: &str| -> Result<Option<String>, ConfigError> { Ok(get(key)?.filter(|v| !v.is_empty())) };
     let stack = nonempty("stack")?.ok_or(ConfigError::NoStack)?;

@@ -189,7 +189,7 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ("E063", "refused-command-line", "A cfn-init, cfn-signal or cfn-hup command line the tool would refuse"),
     ("E064", "signal-without-creation-policy", "cfn-signal --resource names a resource that waits for no signal"),
     ("E065", "signal-url-not-a-handle", "cfn-signal's URL is the Ref of a resource that is not a WaitConditionHandle"),
-    ("E066", "unreadable-hook", "A cfn-hup file cfn-hup cannot read, or a hook path it refuses"),
+    ("E066", "unreadable-hook", "A cfn-hup file cfn-hup cannot read or will not start with, or a hook path it refuses"),
     ("E067", "hook-path-missing-key", "A hook's path names a Metadata key the resource does not have"),
     (
         "E068",

@@ -406,7 +406,10 @@ mod tests {
         let script = "if [ -x /usr/local/bin/cfn-init ]; then\n  cfninit=/usr/local/bin/cfn-init\nelse\n  cfninit=/opt/aws/bin/cfn-init\nfi\n$cfninit -s S -r R -c OnCreate || exit 1\n${cfninit} -v\n";
         let found = calls(script);
         assert_eq!(found.iter().map(|c| c.tool).collect::<Vec<_>>(), ["cfn-init", "cfn-init"]);
-        assert_eq!(found[0].arguments.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), ["-s", "S", "-r", "R", "-c", "OnCreate"]);
+        assert_eq!(
+            found[0].arguments.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(),
+            ["-s", "S", "-r", "R", "-c", "OnCreate"]
+        );
         // Assigned something else since: not the tool any more; never assigned: nothing.
         assert!(calls("x=/opt/aws/bin/cfn-init\nx=/bin/true\n$x -c a\n$y -c b\n").is_empty());
     }

@@ -27,6 +27,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 const INIT: &str = "AWS::CloudFormation::Init";
 
+/// Whether a value the template leaves unknown (a parameter, another resource's
+/// attribute, a function not evaluated) could put whole lines into a cfn-hup file: then
+/// what cfn-hup would read of it is not judged. Pseudo parameters never hold a newline.
+fn may_hold_lines(text: &Text) -> bool {
+    text.text.match_indices("${").any(|(at, _)| !text.text[at + 2..].starts_with("AWS::"))
+}
+
+/// cfn-hup's own configuration file, on Linux or Windows.
+fn is_main_config(path: &str) -> bool {
+    path == "/etc/cfn/cfn-hup.conf" || path.to_ascii_lowercase().replace('/', "\\") == "c:\\cfn\\cfn-hup.conf"
+}
+
 /// The files cfn-hup reads its set-up from: under /etc/cfn on Linux, `c:\\cfn` on Windows.
 fn is_hup_file(path: &str) -> bool {
     let windows = path.to_ascii_lowercase().replace('/', "\\");
@@ -478,13 +490,15 @@ impl Checker<'_> {
         let lines = key_lines(&text.text);
         let at = |section: &str, key: &str| lines.get(&(section.to_string(), key.to_string())).copied().unwrap_or(0);
         if let Err(e) = ini.read_str(&text.text, path) {
-            // A function other than Ref or Sub may have written anything there.
-            if !text.text.contains("${Fn::") {
+            if !may_hold_lines(text) {
                 let place = Place { text, offset: 0, needle: "", pointer };
                 let message = e.to_string().replace('\n', " ");
                 self.push(Severity::Error, "E066", &place, format!("cfn-hup cannot read {path}: {message}"), None);
             }
             return;
+        }
+        if is_main_config(path) {
+            self.main_config(path, pointer, text, &ini);
         }
         for section in ini.sections() {
             let value = |key: &str| ini.get(&section, key).ok().flatten();
@@ -537,6 +551,27 @@ impl Checker<'_> {
                     self.call(&call, text, pointer, &within);
                 }
             }
+        }
+    }
+
+    /// What cfn-hup refuses at start-up in its cfn-hup.conf, through its own reader: no
+    /// `stack` in `[main]` (say, a file joined into one line: `[main] stack=… region=…`
+    /// is a section header followed by nothing cfn-hup reads), or a service value it
+    /// refuses. Only where no unknown could be a line of its own ([`may_hold_lines`]).
+    fn main_config(&mut self, path: &str, pointer: &str, text: &Text, ini: &Ini) {
+        if may_hold_lines(text) {
+            return;
+        }
+        let refused = cfn_hooks::config::main_of(ini, path.into()).and_then(|main| main.service_values());
+        if let Err(e) = refused {
+            let place = Place { text, offset: 0, needle: "", pointer };
+            let help = match e {
+                cfn_hooks::config::ConfigError::NoStack => {
+                    "give [main] a stack= line; each setting on a line of its own"
+                }
+                _ => "correct the value, or leave the key out for cfn-hup's default",
+            };
+            self.push(Severity::Error, "E066", &place, format!("cfn-hup refuses {path}: {e}"), Some(help.into()));
         }
     }
 
