@@ -150,6 +150,27 @@ fn role_credentials_come_from_imds_once() {
     assert!(downloads.iter().all(|r| r["security_token"] == true && r["auth_scheme"] == "AWS4-HMAC-SHA256"));
 }
 
+/// SPEC §10.10: the reference keeps an S3 block whose `roleName` is there, whatever it
+/// holds; one written as a list (`roleName: [Role]`) signs nothing: the download it
+/// would sign fails naming the block, without asking IMDS for a role called `["…"]`.
+#[test]
+fn a_role_name_given_as_a_list_is_kept_and_its_downloads_fail_naming_it() {
+    let emulator = Emulator::start(&[]);
+    let (bucket, url) = emulator.s3_object("listed.txt", b"never sent\n");
+    let imds = Arc::new(Imds::new(&emulator.url, false, Policy::IMDS));
+    let d = downloader(
+        json!({"Listed": {"type": "s3", "roleName": ["emulator-role"], "buckets": [bucket]}}),
+        s3_endpoints(&[&host_of(&emulator.url)]),
+        imds,
+        ProxyOptions::default(),
+    );
+    let err = fetch(&d, &url, None).unwrap_err().to_string();
+    assert!(err.contains("Listed") && err.contains("roleName is a list, not text: it cannot sign"), "{err}");
+    assert!(requests_to(&emulator, "/latest/meta-data/iam/security-credentials").is_empty());
+    let gets = requests_to(&emulator, &format!("/{bucket}/listed.txt")).into_iter().filter(|r| r["method"] == "GET");
+    assert_eq!(gets.count(), 0, "nothing unsigned is sent");
+}
+
 #[test]
 fn a_named_block_wins_over_the_bucket_default_and_unknown_names_fall_back() {
     let emulator = Emulator::shared();

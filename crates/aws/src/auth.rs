@@ -58,6 +58,10 @@ pub enum S3Keys {
     Static(Credentials),
     /// `roleName`: instance-profile credentials from IMDS.
     Role(String),
+    /// Keys given, but not as text (`roleName: [Role]`): cfn-init keeps such a block, as
+    /// the reference does (it tests only that the keys are there), and a download it
+    /// would sign fails, naming why.
+    Unusable(String),
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -129,13 +133,31 @@ impl Authentication {
             };
             let parsed = match kind.to_ascii_lowercase().as_str() {
                 "s3" => {
-                    let keys = match (text("accessKeyId"), text("secretKey"), text("roleName")) {
-                        (Some(ak), Some(sk), _) => {
-                            let token = text("sessionToken").or_else(|| text("token")).filter(|t| !t.is_empty());
-                            Some(S3Keys::Static(Credentials::new(&ak, &sk, token)))
+                    let given = |key: &str| block.get(key).is_some();
+                    let not_text = |key: &str| {
+                        block
+                            .get(key)
+                            .filter(|v| !v.is_string())
+                            .map(|v| format!("{key} is {}", cfn_python::json::kind(v)))
+                    };
+                    // The reference's test: the keys are there, whatever they hold.
+                    let keys = if given("accessKeyId") && given("secretKey") {
+                        match (text("accessKeyId"), text("secretKey")) {
+                            (Some(ak), Some(sk)) => {
+                                let token = text("sessionToken").or_else(|| text("token")).filter(|t| !t.is_empty());
+                                Some(S3Keys::Static(Credentials::new(&ak, &sk, token)))
+                            }
+                            _ => not_text("accessKeyId").or_else(|| not_text("secretKey")).map(S3Keys::Unusable),
                         }
-                        (_, _, Some(role)) => Some(S3Keys::Role(role)),
-                        _ => None,
+                    } else if given("roleName") {
+                        Some(
+                            text("roleName").map_or_else(
+                                || S3Keys::Unusable(not_text("roleName").unwrap_or_default()),
+                                S3Keys::Role,
+                            ),
+                        )
+                    } else {
+                        None
                     };
                     match keys {
                         Some(keys) => AuthBlock::S3(S3Auth { keys, buckets: string_list(block.get("buckets")) }),
@@ -314,6 +336,7 @@ mod tests {
             "Named": {"type": "basic", "username": "n", "password": "PASSWORD2"},
             "Ftp": {"type": "ftp"},
             "Half": {"type": "S3", "accessKeyId": "AKID"},
+            "Listed": {"type": "S3", "roleName": ["my-role"], "buckets": "listed"},
             "NoPassword": {"type": "basic", "username": "x"}
         }))
     }
@@ -321,7 +344,17 @@ mod tests {
     #[test]
     fn parses_blocks_and_drops_unusable_ones() {
         let auth = sample();
-        assert_eq!(auth.names().collect::<Vec<_>>(), ["Keys", "Role", "Temp", "Web", "Named"]);
+        assert_eq!(auth.names().collect::<Vec<_>>(), ["Keys", "Role", "Temp", "Web", "Named", "Listed"]);
+        // Kept, as the reference keeps it; what it holds says why it cannot sign.
+        match auth.get("Listed") {
+            Some(AuthBlock::S3(S3Auth { keys: S3Keys::Unusable(why), buckets })) => {
+                assert_eq!(
+                    (why.as_str(), buckets.as_slice()),
+                    ("roleName is a list", ["listed".to_string()].as_slice())
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         match auth.get("Temp") {
             Some(AuthBlock::S3(S3Auth { keys: S3Keys::Static(c), buckets })) => {
                 assert_eq!((c.access_key.as_str(), c.session_token.as_deref()), ("ASIA", Some("TOKEN1")));

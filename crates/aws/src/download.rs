@@ -289,6 +289,10 @@ impl Downloader {
                     S3Keys::Role(role) => self
                         .role_credentials(role)
                         .map_err(|reason| DownloadError::Credentials { name: name.to_string(), reason })?,
+                    S3Keys::Unusable(why) => {
+                        let reason = format!("{why}, not text: it cannot sign");
+                        return Err(DownloadError::Credentials { name: name.to_string(), reason });
+                    }
                 };
                 let region = region_fix.unwrap_or(&location.region).to_string();
                 tracing::debug!("Signing {} with S3 authentication {name} for {region}", http::redact_url(url));

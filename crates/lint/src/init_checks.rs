@@ -10,7 +10,7 @@
 //! checked (`s3://${Bucket}/key` is an s3 URL whatever the bucket). An unknown never
 //! produces a finding that some value could not produce.
 
-use cfn_aws::auth::{AuthBlock, Authentication};
+use cfn_aws::auth::{AuthBlock, Authentication, S3Auth, S3Keys};
 use cfn_configsets::configsets::ConfigSets;
 use cfn_configsets::document::{
     CommandEntry, InitDocument, Item, ManagerPackages, SERVICE_MANAGERS, Section, Sections,
@@ -233,6 +233,11 @@ pub const RULES: &[(&str, &str, &str)] = &[
     ),
     ("W010", "no-echo-in-init", "A NoEcho parameter's value written into Init: the metadata is not secret"),
     ("W011", "service-list-as-string", "A service's files, commands, … given as a string instead of a list"),
+    (
+        "W012",
+        "unusable-authentication",
+        "An S3 authentication block cfn-init keeps but cannot sign with (keys that are not text)",
+    ),
 ];
 
 const CONFIG_KEYS: [&str; 7] = ["packages", "groups", "users", "sources", "files", "commands", "services"];
@@ -402,9 +407,17 @@ fn run_checks(checker: &mut Checker<'_>, requested: &Requested) {
     }
     for block in &document.authentication {
         checker.unknown_keys(&block.pointer, &AUTH_KEYS, "authentication");
-        if let Err(ModelError(message)) = &block.spec {
-            let help = "cfn-init drops this block; a file naming it fails".to_string();
-            with_help(checker.warning("W007", &block.pointer, message.clone()), help);
+        match &block.spec {
+            Err(ModelError(message)) => {
+                let help = "cfn-init drops this block; a file naming it fails".to_string();
+                with_help(checker.warning("W007", &block.pointer, message.clone()), help);
+            }
+            Ok(AuthBlock::S3(S3Auth { keys: S3Keys::Unusable(why), .. })) => {
+                let message = format!("{why}, not text: cfn-init keeps this block, and every download it signs fails");
+                let help = "give the role's name (or each key) as a string, not a list".to_string();
+                with_help(checker.warning("W012", &block.pointer, message), help);
+            }
+            Ok(_) => {}
         }
     }
 }
