@@ -358,19 +358,28 @@ pub fn check_on(metadata: &Value, document: &InitDocument, requested: &Requested
 
 /// When the Init defines configSets, each finding in a config says which configSets run
 /// it (or that none does: cfn-init never runs it).
-fn name_configsets(metadata: &Value, document: &InitDocument, sets: &ConfigSets, findings: &mut [Finding]) {
-    if metadata.pointer(&format!("{}/configSets", document.pointer)).is_none() {
-        return;
-    }
+/// Without configSets cfn-init runs `config` alone (INIT-CS-01): a finding in any other
+/// key (a `Comment` string beside `config`) is one in a config it never runs.
+fn name_configsets(metadata: &Value, document: &InitDocument, sets: &ConfigSets, findings: &mut Vec<Finding>) {
+    let declared = metadata.pointer(&format!("{}/configSets", document.pointer)).is_some();
     for config in &document.configs {
+        if !declared && config.name == "config" {
+            continue;
+        }
         let running: Vec<&str> =
             sets.iter().filter(|(_, configs)| configs.contains(&config.name)).map(|(set, _)| set.as_str()).collect();
         let note = match running.as_slice() {
+            [] if !declared => " (not run: without configSets cfn-init runs only config)".to_string(),
             [] => " (in no configSet: cfn-init never runs it)".to_string(),
             [one] => format!(" (configSet {one})"),
             many => format!(" (configSets {})", many.join(", ")),
         };
         let within = format!("{}/", config.pointer);
+        // A key no configSet runs that is not even an object (a `Comment` string) is not
+        // configuration at all: cfn-init never looks at it, and nor does this.
+        if running.is_empty() {
+            findings.retain(|f| !(f.code == "E012" && f.pointer == config.pointer));
+        }
         for finding in findings.iter_mut() {
             if finding.pointer == config.pointer || finding.pointer.starts_with(&within) {
                 finding.message.push_str(&note);
@@ -937,6 +946,17 @@ mod tests {
         let plain = checked(json!({"config": {"files": {"x": {"content": "1"}}}}), Requested::Every { told: false });
         assert_eq!(plain.findings.len(), 1);
         assert_eq!(plain.findings[0].message, "File specified with non-absolute path: x");
+        // Without configSets only config runs: a comment string beside it is nothing, and
+        // a finding in another object is one in configuration cfn-init never runs.
+        let init = json!({"Comment": "web server", "config": {}, "other": {"files": {"x": {"content": "1"}}}});
+        let found: Vec<(&str, Severity, String)> = checked(init, Requested::Every { told: false })
+            .findings
+            .into_iter()
+            .map(|f| (f.code, f.severity, f.message))
+            .collect();
+        let message =
+            "File specified with non-absolute path: x (not run: without configSets cfn-init runs only config)";
+        assert_eq!(found, [("E030", Severity::Warning, message.to_string())]);
     }
 
     #[test]
